@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import KW_ONLY, dataclass
-from typing import Any
+from typing import Any, Callable
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32, vec
+from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32
+from kvdsl.ir import vec
 from kvdsl.kernels.config import (
     FLOATS,
     MAX_WORKGROUP,
@@ -101,6 +102,12 @@ class DenseConfig(Scales, CacheConfig):
     def fmt(self) -> Format:
         """The format's value (:class:`kvdsl.nodes.formats.Format`)."""
         return format_of(self.format)
+
+    @property
+    def kind(self) -> str:
+        """The format's name, with where its scales sit unless it is a ggml format (whose
+        scales are always inline): the cache's kind in a kernel's description."""
+        return self.fmt.name + ("" if self.fmt.ggml else f", scales {self.scales.value}")
 
     @property
     def per_row(self) -> int:
@@ -206,6 +213,97 @@ def _consts(kb: KernelBuilder, cfg: DenseConfig) -> tuple[Val, Val, Val]:
     return head_dim, per_row, row_words
 
 
+@dataclass(frozen=True)
+class DenseRows:
+    """The frame of a program that quantises rows into a dense cache (``dense_append``,
+    ``dense_build``, ``dense_window_shift``'s ``append`` and ``all``, ``dense_convert``): the
+    bindings ``present_key``, ``present_value`` (and ``present_scales``, side scales), the consts
+    (:func:`dense_rows`), the quantiser ``q``'s walk and store, its dispatch and the cache's
+    extents."""
+
+    kb: KernelBuilder
+    cfg: DenseConfig
+    q: Quantiser
+    present_key: Buffer
+    present_value: Buffer
+    side: Buffer | None
+    consts: dict[str, Val]
+
+    def walk(self, rows: Val, each: str) -> walks.Item:
+        """The walk of ``rows`` rows, ``ROW_LANES`` invocations per row (``each``: what one
+        holds, in a comment), unguarded: those past the end reach the quantiser's barriers."""
+        self.kb.comment(f"ROW_LANES invocations per row, each {each}.")
+        return walks.vectors(self.kb, self.cfg.fold, rows, self.lanes, 1, guard=False)
+
+    def src_base(self, b: Val, t: Val, hk: Val, key_seq: Val) -> Val:
+        """``srcBase``: head ``hk``'s first vector of token ``t`` of batch ``b`` in BSH sources
+        of ``key_seq`` tokens per batch."""
+        hidden, per_row = self.consts["KV_HIDDEN_V4"], self.consts["HEAD_DIM_V4"]
+        return self.kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
+
+    def head_row(self, b: Val, hk: Val, seq: Val, t: Val) -> Callable[[], Val]:
+        """Row ``t`` of head ``hk`` of batch ``b`` in a BNSH cache of ``seq`` rows per head,
+        declared (``dstRow``) where :meth:`store` asks for it."""
+        heads = self.consts["KV_HEADS"]
+        return lambda: self.kb.let("dstRow", (b * heads + hk) * seq + t)
+
+    def store(self, lane: Val, k: list[Val], v: list[Val] | None, row: Callable[[], Val],
+              skip: Val, is_v: Val | None = None) -> None:  # fmt: skip
+        """Quantise lane ``lane``'s vectors of a K and a V row (``k``, ``v``; split rows: ``k``
+        alone, ``is_v`` telling V's) into cache row ``row()``, except where ``skip`` holds."""
+
+        def place() -> RowPlace:
+            at = row()
+            scales = None if self.side is None else at * self.q.side_words
+            return RowPlace(at * self.consts["ROW_WORDS"], scales)
+
+        dest = Destination(self.present_key, self.present_value, self.side, place, skip, is_v)
+        quantise_rows(self.kb, self.q, lane, k, v, dest)
+
+    @property
+    def lanes(self) -> Val:
+        """``ROW_LANES``."""
+        return self.consts["ROW_LANES"]
+
+    def dispatch(self, rows: Val) -> Dispatch:
+        """The dispatch of the walk over ``rows`` rows."""
+        cfg = self.cfg
+        return walks.dispatch(rows, self.lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+
+    def extents(self, rows: Any) -> dict[str, Any]:
+        """The cache bindings' least sizes, for ``rows`` cache rows."""
+        words_ = times(rows, self.consts["ROW_WORDS"].node)
+        out = {"present_key": words_, "present_value": words_}
+        if self.side is not None:
+            out["present_scales"] = times(rows, self.q.side_words)
+        return out
+
+
+def dense_rows(
+    kb: KernelBuilder,
+    cfg: DenseConfig,
+    q: Quantiser,
+    half: int = 0,
+    between: dict[str, int] | None = None,
+) -> DenseRows:
+    """Declare :class:`DenseRows`' bindings for ``cfg`` and its quantiser ``q``, then the consts
+    ``HEAD_DIM``, ``HEAD_DIM_V4``, ``ROW_WORDS``, those of ``between`` (name → value, in order;
+    None: ``KV_HEADS`` and ``KV_HIDDEN_V4``, for rows of BSH heads), ``ROW_LANES`` and, with
+    rotary's ``half`` pairs per row, ``HALF_V4``."""
+    if between is None:
+        between = {"KV_HEADS": cfg.kv_heads, "KV_HIDDEN_V4": cfg.hidden // 4}
+    present_key = cache_binding(kb, q, "present_key")
+    present_value = cache_binding(kb, q, "present_value")
+    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
+    names = ("HEAD_DIM", "HEAD_DIM_V4", "ROW_WORDS")
+    consts = dict(zip(names, _consts(kb, cfg)))
+    consts |= {name: kb.const(name, u32, value) for name, value in between.items()}
+    consts["ROW_LANES"] = kb.const("ROW_LANES", u32, q.lanes)
+    if half:
+        consts["HALF_V4"] = kb.const("HALF_V4", u32, half // 4)
+    return DenseRows(kb, cfg, q, present_key, present_value, side, consts)
+
+
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     """Build the ``dense_append`` kernel for ``cfg``."""
     return _quantise(cfg, name, append=True)
@@ -222,14 +320,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     ins = declare_inputs(kb, cfg, seqlens_k=append, width=4)
     src_k, src_v, weight = ins.src_k, ins.src_v, ins.k_norm_weight
     q = cfg.quantiser
-    present_key = cache_binding(kb, q, "present_key")
-    present_value = cache_binding(kb, q, "present_value")
-    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
-    head_dim, per_row, row_words = _consts(kb, cfg)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
-    lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
+    f = dense_rows(kb, cfg, q, cfg.half if cfg.rotary else 0)
     eps = kb.const("QK_EPS", f32, float(cfg.eps)) if cfg.k_norm else None
     if append:
         count, key_seq, seq = kb.param("count"), kb.param("keySeq"), kb.param("seq")
@@ -239,15 +330,14 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
 
     n = q.vectors
     rows = count * 2 if cfg.split else count
-    kb.comment(f"ROW_LANES invocations per row, each holding {n} vectors of it.")
-    it = walks.vectors(kb, cfg.fold, rows, lanes, 1, guard=False)
+    it = f.walk(rows, f"holding {n} vectors of it")
     is_v = src_row = None
     if cfg.split:
         kb.comment("K's rows, then V's: an invocation quantises one row of one of them.")
         is_v = kb.let("isV", it.row >= count)
         src_row = kb.let("srcRow", select(it.row, it.row - count, is_v))
-    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, heads, key_seq)
-    src_base = kb.let("srcBase", bsh(b, t, hk, key_seq, hidden, per_row))
+    b, hk, t = split_rows(kb, it.row if src_row is None else src_row, f.consts["KV_HEADS"], key_seq)
+    src_base = f.src_base(b, t, hk, key_seq)
     skipped = None
     if append:
         win = append_window(kb, ins.seqlens_k, b, seq, key_seq)
@@ -259,7 +349,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     else:
         dst_t, position = t, kb.let("pos", past + t)
     at = [src_base + q.vector_at(it.d, j) for j in range(n)]
-    rot = ins.rotation(position, half, cfg.partial) if cfg.rotary else None
+    rot = ins.rotation(position, f.consts.get("HALF_V4"), cfg.partial) if cfg.rotary else None
 
     def load_k(i: Val) -> Val:
         return words.as_f32(kb, src_k[src_base + i])
@@ -267,7 +357,8 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     def row_norm(k: list[Val]) -> Norm | None:
         if not cfg.k_norm:
             return None
-        return lane_norm(kb, k, it.d, lanes, q.lanes, cfg.workgroup_size, head_dim, eps, weight)
+        wg = cfg.workgroup_size
+        return lane_norm(kb, k, it.d, f.lanes, q.lanes, wg, f.consts["HEAD_DIM"], eps, weight)
 
     if cfg.split:
         x = [kb.var(f"x{j}", F32X4) for j in range(n)]
@@ -304,17 +395,9 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         v = [kb.let(f"v{j}", words.as_f32(kb, src_v[at[j]])) for j in range(n)]
         args = (row_norm(k), rot, cfg.rotation, cfg.workgroup_size)
         k, v = transform_run(kb, q, it.d, k, v, load_k, *args)
-    done = it.e >= rows * lanes
-
-    def place() -> RowPlace:
-        row = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
-        return RowPlace(row * row_words, None if side is None else row * (2 * fmt.stats))
-
+    done = it.e >= rows * f.lanes
     skip = done if skipped is None else done.lor(skipped)
-    dest = Destination(present_key, present_value, side, place, skip, is_v)
-    quantise_rows(kb, q, it.d, k, v, dest)
-    dispatch = walks.dispatch(rows, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
-    kind = fmt.name + ("" if fmt.ggml else f", scales {cfg.scales.value}")
+    f.store(it.d, k, v, f.head_row(b, hk, seq, dst_t), skip, is_v)
     transforms = ["K RMS-normed"] if cfg.k_norm else []
     if cfg.rotary:
         transforms.append("K rotated at its row" if append else "K rotated at pastSeq + t")
@@ -322,25 +405,20 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
         transforms.append(f"K and V in {fmt.name}'s rotated basis")
     if append:
         doc = (
-            f"Quantise new BSH K/V into a buffer-sharing BNSH {kind} cache, each row's scale\n"
+            f"Quantise new BSH K/V into a buffer-sharing BNSH {cfg.kind} cache, each row's scale\n"
             "reduced in the kernel; the append window comes from seqlens_k"
         )
     else:
         doc = (
-            f"Quantise new BSH K/V into a BNSH {kind} cache, each row's scale reduced in the kernel"
+            f"Quantise new BSH K/V into a BNSH {cfg.kind} cache, each row's scale reduced in the"
+            " kernel"
         )
     doc += "".join(f"; {x}" for x in transforms) + "."
-    kernel = kb.build(dispatch, doc)
+    kernel = kb.build(f.dispatch(rows), doc)
     batch = ceil_div(count, cfg.kv_heads * key_seq)
-    rows = times(batch, cfg.kv_heads, seq)
     positions, seqlens = (seq, {"seqlens_k": batch}) if append else (plus(past, seq), {})
     extents = row_extents(cfg, count, key_seq, positions, between=seqlens)
-    extents |= {
-        "present_key": times(rows, row_words.node),
-        "present_value": times(rows, row_words.node),
-    }
-    if side is not None:
-        extents["present_scales"] = times(rows, 2 * fmt.stats)
+    extents |= f.extents(times(batch, cfg.kv_heads, seq))
     requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
     if not append:
         requires = {"seq >= 1": seq >= 1}

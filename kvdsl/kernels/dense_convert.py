@@ -20,17 +20,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32
-from kvdsl.kernels.config import PRESENT, Model, choice, contract, one_format, one_of, require
-from kvdsl.kernels.config import times
-from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, format_choice
+from kvdsl.kernels.config import Model, choice, contract, one_format, one_of, require, times
+from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, dense_rows, format_choice
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_quantised_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS, Format, format_of
-from kvdsl.nodes.quantise import Destination, Quantiser, RowPlace, cache_binding, quantise_rows
+from kvdsl.nodes.quantise import Quantiser
 
 #: What a ``dense_convert`` source row holds: f32 or f16 values, or a built-in dense format
 #: (any :class:`kvdsl.nodes.formats.Format` value is taken too).
@@ -104,50 +102,34 @@ def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kerne
     if src is not None and not cfg.source_inline:
         src_side = kb.binding("src_scales", f32, "read")
     q = Quantiser(fmt, cfg.inline, cfg.head_dim, cfg.workgroup_size)
-    present_key, present_value = (cache_binding(kb, q, n) for n in PRESENT)
-    side = None if cfg.inline else kb.binding("present_scales", f32, "read_write")
-    kb.const("HEAD_DIM", u32, cfg.head_dim)
-    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
-    row_words = kb.const("ROW_WORDS", u32, fmt.row_words(cfg.head_dim, cfg.inline))
-    src_words = None
-    if src is not None:
-        src_words = kb.const("SRC_ROW_WORDS", u32, src.row_words(cfg.head_dim, cfg.source_inline))
-    lanes = kb.const("ROW_LANES", u32, q.lanes)
+    between = (
+        {} if src is None else {"SRC_ROW_WORDS": src.row_words(cfg.head_dim, cfg.source_inline)}
+    )
+    f = dense_rows(kb, cfg, q, between=between)
     count = kb.param("count")
 
-    kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
-    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
+    it = f.walk(count, f"on a run of {q.vectors} vectors")
     if src is None:
-        k, v = load_run(kb, (src_k, src_v), kb.let("srcBase", it.row * per_row), q, it.d)
+        base = kb.let("srcBase", it.row * f.consts["HEAD_DIM_V4"])
+        k, v = load_run(kb, (src_k, src_v), base, q, it.d)
     else:
+        src_words = f.consts["SRC_ROW_WORDS"]
         kb.comment(f"The lane's run of the {src.name} source row, dequantised.")
         base = kb.let("srcBase", it.row * src_words)
         k = _decoded(kb, cfg, src, "k", src_k, src_side, base, it.row, q, it.d, 0)
         v = _decoded(kb, cfg, src, "v", src_v, src_side, base, it.row, q, it.d, src.stats)
-
-    def place() -> RowPlace:
-        return RowPlace(it.row * row_words, None if side is None else it.row * (2 * fmt.stats))
-
-    done = it.e >= count * lanes
-    quantise_rows(kb, q, it.d, k, v, Destination(present_key, present_value, side, place, done))
-    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    f.store(it.d, k, v, lambda: it.row, it.e >= count * f.lanes)
     what = cfg.source.value + (
         "" if src is None or src.ggml else f" (scales {cfg.source_scales.value})"
     )
     kind = fmt.name + ("" if fmt.ggml else f" (scales {cfg.scales.value})")
     doc = f"Copy {what} cache rows to {kind} rows, each row's scale reduced in the kernel."
-    kernel = kb.build(dispatch, doc)
+    kernel = kb.build(f.dispatch(count), doc)
     src_per_row = cfg.head_dim if src is None else src_words.node
-    extents: dict[str, Any] = {
-        "src_k": times(count, src_per_row),
-        "src_v": times(count, src_per_row),
-        "present_key": times(count, row_words.node),
-        "present_value": times(count, row_words.node),
-    }
+    extents = {"src_k": times(count, src_per_row), "src_v": times(count, src_per_row)}
     if src_side is not None:
         extents["src_scales"] = times(count, 2 * src.stats)
-    if side is not None:
-        extents["present_scales"] = times(count, 2 * fmt.stats)
+    extents |= f.extents(count)
     return walks.vector_extents(contract(kernel, extents))
 
 

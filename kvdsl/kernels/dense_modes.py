@@ -54,18 +54,12 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.dense import dense_rows
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.formats import FORMATS
-from kvdsl.nodes.index import bsh, split_rows
-from kvdsl.nodes.quantise import (
-    Destination,
-    Quantiser,
-    RowPlace,
-    cache_binding,
-    quantise_rows,
-    row_lanes,
-)
+from kvdsl.nodes.index import split_rows
+from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.quantise.quantiser import StoredRow
 from kvdsl.nodes.rotary import Rotation, rotate_loaded
 from kvdsl.nodes.window import append_window, sliding_window
@@ -191,38 +185,24 @@ def _word_walk(kb: KernelBuilder, cfg: DenseMoveConfig, count: Val) -> _Rows:
     return _Rows(past, present, past_side, present_side, seqlens, row_vecs, heads, it)
 
 
-def _move_row(
-    kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, src_row: Val, dst_row: Val
+def _put_row(
+    kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, dst_row: Val, src_row: Val | None = None
 ) -> None:
-    """Vector ``d`` of row ``src_row`` of the past, and the side scale words it owns, to row
-    ``dst_row`` of the present."""
+    """Vector ``d`` of row ``dst_row`` of the present, and the side scale words it owns: those of
+    row ``src_row`` of the past, or zeros (``src_row`` None)."""
     d = w.it.d
-    src = kb.let("src", src_row * w.row_vecs + d)
+    src = None if src_row is None else kb.let("src", src_row * w.row_vecs + d)
     dst = kb.let("dst", dst_row * w.row_vecs + d)
-    w.present[0][dst] = w.past[0][src]
-    w.present[1][dst] = w.past[1][src]
+    for past, present in zip(w.past, w.present):
+        present[dst] = words.zero(present.binding.elem) if src is None else past[src]
     past_side, present_side = w.past_side, w.present_side
     if past_side is not None and present_side is not None:
 
-        def move(at: Val) -> None:
-            present_side[dst_row * cfg.side_words + at] = past_side[src_row * cfg.side_words + at]
+        def put(at: Val) -> None:
+            value = 0.0 if src_row is None else past_side[src_row * cfg.side_words + at]
+            present_side[dst_row * cfg.side_words + at] = value
 
-        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), d, move)
-
-
-def _zero_row(kb: KernelBuilder, cfg: DenseMoveConfig, w: _Rows, dst_row: Val) -> None:
-    """Vector ``d`` of row ``dst_row`` of the present, and its side scale words, zeroed."""
-    elem = w.present[0].binding.elem
-    dst = kb.let("dst", dst_row * w.row_vecs + w.it.d)
-    w.present[0][dst] = words.zero(elem)
-    w.present[1][dst] = words.zero(elem)
-    present_side = w.present_side
-    if present_side is not None:
-
-        def clear(at: Val) -> None:
-            present_side[dst_row * cfg.side_words + at] = 0.0
-
-        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), w.it.d, clear)
+        _strided(kb, cfg.side_words, cfg.row_words // word_width(cfg.row_words), d, put)
 
 
 def _strided(kb: KernelBuilder, n: int, per: int, d: Val, move: Callable[[Val], None]) -> None:
@@ -248,9 +228,9 @@ def dense_retain(cfg: DenseRetainConfig, name: str = "dense_retain") -> Kernel:
     win = append_window(kb, w.seqlens, b, seq, key_seq)
     kb.comment("Outside the append window; the shared stride makes this dst == src.")
     with kb.if_((t < win.append_start).lor(t >= win.active_end)):
-        _move_row(kb, cfg, w, w.it.row, w.it.row)
+        _put_row(kb, cfg, w, w.it.row, w.it.row)
     doc = (
-        f"Buffer-sharing append over a dense {_kind(cfg)} cache, retain pass: rows outside\n"
+        f"Buffer-sharing append over a dense {cfg.kind} cache, retain pass: rows outside\n"
         "each batch's append window copied past -> present at the same index, words and\n"
         "side scales (the append pass is dense_append)."
     )
@@ -296,21 +276,17 @@ def _shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
     slice_ = kb.let("slice", (b * w.heads + hk) * seq)
     with kb.if_(t < win.append_start):
         kb.comment("Surviving past rows slide down by the eviction count, words and scales.")
-        _move_row(kb, cfg, w, slice_ + (t + win.evicted), w.it.row)
+        _put_row(kb, cfg, w, w.it.row, slice_ + (t + win.evicted))
     with kb.elif_(t >= win.resident):
         kb.comment("Outside the resident window: zero words and scales (every element decodes")
         kb.comment("to zero), not left stale.")
-        _zero_row(kb, cfg, w, w.it.row)
+        _put_row(kb, cfg, w, w.it.row)
     doc = (
-        f"Windowed dense {_kind(cfg)} cache, shift pass: the surviving past rows slide down by\n"
+        f"Windowed dense {cfg.kind} cache, shift pass: the surviving past rows slide down by\n"
         "the eviction count (words and side scales), rows past the resident ones are\n"
         "zeroed; the appended rows are left to the append pass."
     )
     return _word_pass(kb, cfg, w, count, seq, doc)
-
-
-def _kind(cfg: DenseConfig) -> str:
-    return cfg.fmt.name + ("" if cfg.fmt.ggml else f", scales {cfg.scales.value}")
 
 
 def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
@@ -332,20 +308,13 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         cos = sin = words.binding(kb, ROTARY_TABLE, f32, 4)
     elif cfg.rotary:
         cos, sin = words.bindings(kb, ROTARY_TABLES, f32, 4)
-    present_key, present_value = (cache_binding(kb, q, n) for n in PRESENT)
-    side = None if cfg.inline else kb.binding(PRESENT_SCALES, f32, "read_write")
-    kb.const("HEAD_DIM", u32, cfg.head_dim)
-    per_row = kb.const("HEAD_DIM_V4", u32, cfg.per_row)
-    row_words = kb.const("ROW_WORDS", u32, cfg.row_words)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    hidden = kb.const("KV_HIDDEN_V4", u32, cfg.hidden // 4)
-    lanes = kb.const("ROW_LANES", u32, q.lanes)
-    half = kb.const("HALF_V4", u32, cfg.half // 4) if cfg.rotary else None
+    f = dense_rows(kb, cfg, q, cfg.half if cfg.rotary else 0)
+    heads = f.consts["KV_HEADS"]
+    present_key, present_value = f.present_key, f.present_value
     count, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
 
-    kb.comment(f"ROW_LANES invocations per row, each on a run of {q.vectors} vectors.")
-    it = walks.vectors(kb, cfg.fold, count, lanes, 1, guard=False)
-    done = kb.let("done", it.e >= count * lanes)
+    it = f.walk(count, f"on a run of {q.vectors} vectors")
+    done = kb.let("done", it.e >= count * f.lanes)
     if every:
         b, hk, t = split_rows(kb, it.row, heads, seq)
         win = sliding_window(kb, seqlens, b, seq, key_seq)
@@ -356,7 +325,8 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         dst_t = t
         slice_ = kb.let("slice", (b * heads + hk) * seq)
         units = cfg.row_words // q.store_width  # the cache bindings' elements per row
-        row_units = row_words if units == cfg.row_words else kb.const("ROW_VECS", u32, units)
+        words_ = units == cfg.row_words
+        row_units = f.consts["ROW_WORDS"] if words_ else kb.const("ROW_VECS", u32, units)
         dst = kb.let("dst", it.row * row_units)
 
         def move(at: Val) -> None:
@@ -383,43 +353,34 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         )
         dst_t = kb.let("dstT", win.append_start + (max_(j, win.skip) - win.skip))
         skip = done.lor(j < win.skip)
-    src_base = kb.let("srcBase", bsh(b, j, hk, key_seq, hidden, per_row))
+    src_base = f.src_base(b, j, hk, key_seq)
     pos = kb.let("pos", win.past + j)
     rot = None
     if cfg.rotary:
         kb.comment("New K is rotated at its absolute position; retained keys already are.")
-        rot = Rotation(cos, sin, pos, half, cfg.partial, packed=every)
+        rot = Rotation(cos, sin, pos, f.consts.get("HALF_V4"), cfg.partial, packed=every)
     k, v = load_run(kb, (src_k, src_v), src_base, q, it.d, rot)
-
-    def place() -> RowPlace:
-        dst = kb.let("dstRow", (b * heads + hk) * seq + dst_t)
-        return RowPlace(dst * row_words, None if side is None else dst * cfg.side_words)
-
-    quantise_rows(kb, q, it.d, k, v, Destination(present_key, present_value, side, place, skip))
-    dispatch = walks.dispatch(count, lanes, cfg.workgroup_size, cfg.fold, blocks=False)
+    f.store(it.d, k, v, f.head_row(b, hk, seq, dst_t), skip)
     rotated = ", K rotated at its absolute position" if cfg.rotary else ""
     if every:
         doc = (
-            f"Windowed dense {_kind(cfg)} cache, every row: surviving past rows slide down by\n"
+            f"Windowed dense {cfg.kind} cache, every row: surviving past rows slide down by\n"
             "the eviction count, the new BSH K/V are quantised into the appended rows (each\n"
             f"row's scale reduced in the kernel{rotated}), the rows past them are zeroed."
         )
     else:
         doc = (
-            f"Windowed dense {_kind(cfg)} cache, append pass: the new BSH K/V quantised into\n"
+            f"Windowed dense {cfg.kind} cache, append pass: the new BSH K/V quantised into\n"
             f"the appended rows, each row's scale reduced in the kernel{rotated}."
         )
-    kernel = kb.build(dispatch, doc)
+    kernel = kb.build(f.dispatch(count), doc)
     per_batch = seq if every else key_seq
     batches = ceil_div(count, cfg.kv_heads * per_batch)
     new = times(batches, key_seq, cfg.hidden)
-    cache = times(batches, cfg.kv_heads, seq, cfg.row_words)
     extents: dict[str, Any] = {"seqlens_k": batches, SOURCES[0]: new, SOURCES[1]: new}
-    extents |= {"present_key": cache, "present_value": cache}
+    extents |= f.extents(times(batches, cfg.kv_heads, seq))
     if every:
-        extents |= {"past_k": cache, "past_v": cache}
-    if side is not None:
-        extents[PRESENT_SCALES] = times(batches, cfg.kv_heads, seq, cfg.side_words)
+        extents |= {name: extents["present_key"] for name in PAST}
     if cfg.rotary:
         # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
         positions = emax(key_seq, plus(largest("seqlens_k"), 1))

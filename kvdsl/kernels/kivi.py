@@ -368,38 +368,27 @@ def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
         _quantise(kb, cfg, "v", lambda e: half_of(res_v, t, c0 + e), v_code, v_stat)
     items = count * d
     res = times(count, g, half)
+    extents = {"residual_k": res, "residual_v": res}
     if cfg.paged:
         doc = (
             "KIVI, paged: the full f16 residual into quantised group flushGroup, in the page the\n"
             "sequence's table names (a negative entry: nothing written); per invocation one K\n"
             "channel over GROUP tokens and one token's GROUP V channels."
         )
-        kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
-        return contract(
-            kernel,
-            {
-                "residual_k": res,
-                "residual_v": res,
-                "page_table": times(count / heads, max_pages),
-                "kivi_pages": pool_extent(cfg),
-            },
-            {
-                "flushGroup * GROUP + GROUP <= maxPages * PAGE_SIZE": flush * g + g
-                <= max_pages * cfg.page_size
-            },
+        extents |= {"page_table": times(count / heads, max_pages), "kivi_pages": pool_extent(cfg)}
+        fits = "flushGroup * GROUP + GROUP <= maxPages * PAGE_SIZE"
+        requires = {fits: flush * g + g <= max_pages * cfg.page_size}
+    else:
+        doc = (
+            "KIVI: the full f16 residual into quantised group flushGroup of the slice's part: per\n"
+            "invocation one K channel over GROUP tokens and one token's GROUP V channels (min/max,\n"
+            "f16 scale, codes)."
         )
-    doc = (
-        "KIVI: the full f16 residual into quantised group flushGroup of the slice's part: per\n"
-        "invocation one K channel over GROUP tokens and one token's GROUP V channels (min/max,\n"
-        "f16 scale, codes)."
-    )
+        part = 2 * (cfg.head_dim // cfg.per + cfg.head_dim // cfg.group)
+        extents["kivi_cache"] = times(count, seq, part)
+        requires = {"flushGroup * GROUP + GROUP <= seq": flush * g + g <= seq}
     kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
-    part = 2 * (cfg.head_dim // cfg.per + cfg.head_dim // cfg.group)
-    return contract(
-        kernel,
-        {"residual_k": res, "residual_v": res, "kivi_cache": times(count, seq, part)},
-        {"flushGroup * GROUP + GROUP <= seq": flush * g + g <= seq},
-    )
+    return contract(kernel, extents, requires)
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, KiviConfig]:

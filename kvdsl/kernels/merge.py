@@ -21,13 +21,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvdsl.ir import Kernel, KernelBuilder, u32
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, u32
+from kvdsl.ir.types import Type
 from kvdsl.kernels.config import (
     COPY_WALKS,
     FLOATS,
     NEW,
     PAST,
     PRESENT,
+    ROTARY_TABLE,
+    ROTARY_TABLES,
     CacheConfig,
     Element,
     Model,
@@ -36,10 +39,11 @@ from kvdsl.kernels.config import (
     one_of,
     require_window,
 )
-from kvdsl.kernels.config import ceil_div, contract, times, window_batches
+from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.rows import source_batches
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import cache_window
+from kvdsl.nodes.index import CacheWindow, cache_window
 
 
 class MovedTypes:
@@ -60,6 +64,66 @@ class MovedTypes:
 
 
 @dataclass(frozen=True)
+class MovedRows:
+    """What a pass that moves past and new rows into the present cache declares before its walk
+    (:func:`moved_rows`), None where it has none: the bindings ``past`` (K's, V's), ``new``,
+    ``seqlens_k``, the rotary tables ``cos`` and ``sin`` (the same ``rotary_table`` packed) and
+    ``present``, whose element is ``cache``; the consts ``HEAD_DIM``, ``KV_HEADS``,
+    ``KV_HIDDEN`` (with new rows), ``HALF`` (rotary) and their vector forms ``hd4``,
+    ``hidden4``, ``half4``; the params and the cache window."""
+
+    past: tuple[Buffer, Buffer] | None
+    new: tuple[Buffer, Buffer] | None
+    seqlens_k: Buffer | None
+    cos: Buffer | None
+    sin: Buffer | None
+    present: tuple[Buffer, Buffer]
+    cache: Type
+    head_dim: Val
+    heads: Val
+    hidden: Val | None
+    half: Val | None
+    params: tuple[Val, ...]
+    win: CacheWindow
+    hd4: Val
+    hidden4: Val | None
+    half4: Val | None
+
+
+def moved_rows(kb: KernelBuilder, cfg: MovedTypes, width: int, past: bool, new: bool,
+               params: tuple[str, ...] = ("count", "seq", "keySeq"), seqlens: bool = True,
+               rotary: bool = False, packed: bool = False) -> MovedRows:  # fmt: skip
+    """Declare :class:`MovedRows` for ``cfg`` (a cache config), in this order: ``past_k``,
+    ``past_v`` (``past``), ``new_k``, ``new_v`` (``new``), ``seqlens_k`` (``seqlens``), the
+    rotary tables (``rotary``; one ``rotary_table``, ``packed``), ``present_key``,
+    ``present_value``; the consts, the ``params`` and the cache window; ``width`` > 1 makes the
+    bindings vectors."""
+    cache_ty = cfg.present_type.scalar
+    olds = words.bindings(kb, PAST, cache_ty, width) if past else None
+    news = words.bindings(kb, NEW, cfg.input_type.scalar, width) if new else None
+    seqlens_k = kb.binding("seqlens_k", i32, "read") if seqlens else None
+    cos = sin = None
+    if packed:
+        cos = sin = words.binding(kb, ROTARY_TABLE, f32, width)
+    elif rotary:
+        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
+    present = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
+    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
+    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
+    kb.workgroup_const("WG")
+    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden) if new else None
+    half = kb.const("HALF", u32, cfg.half) if rotary else None
+    vals = tuple(kb.param(name) for name in params)
+    win = cache_window(kb, cfg.window)
+    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
+    hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width) if new else None
+    half4 = walks.vector_const(kb, half, cfg.half, width) if rotary else None
+    cache = words.elem(cache_ty, width)
+    consts = (head_dim, heads, hidden, half, vals, win, hd4, hidden4, half4)
+    return MovedRows(olds, news, seqlens_k, cos, sin, present, cache, *consts)
+
+
+@dataclass(frozen=True)
 class MergeConfig(MovedTypes, VectorWalk, CacheConfig):
     """A merge variant: cache shape, walk and element types."""
 
@@ -77,20 +141,12 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     """Build the merge kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
     width = words.width(cfg.head_dim, (cfg.present_type, cfg.input_type))
-    cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
-    cache = words.elem(cache_ty, width)
-    past_k, past_v = words.bindings(kb, PAST, cache_ty, width)
-    new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
-    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    kb.workgroup_const("WG")
-    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
-    rows, seq, past_seq, key_seq = (kb.param(p) for p in ("count", "seq", "pastSeq", "keySeq"))
-    win = cache_window(kb, cfg.window)
+    names = ("count", "seq", "pastSeq", "keySeq")
+    m = moved_rows(kb, cfg, width, past=True, new=True, params=names, seqlens=False)
+    (past_k, past_v), (new_k, new_v), (present_key, present_value) = m.past, m.new, m.present
+    rows, seq, past_seq, key_seq = m.params
+    head_dim, heads, hidden, win, hd4 = m.head_dim, m.heads, m.hidden, m.win, m.hd4
     kb.comment("present[0:pastSeq] = past (BNSH copy); present[pastSeq:seq] = new K/V (BSH).")
-    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
-    hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
     plan = cfg.plan
     it = plan.vectors(kb, rows, hd4, width)
     row = win.row(kb, it.row, seq)
@@ -104,34 +160,23 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
         present_value[it.e] = past_v[src]
     with kb.else_():
         n_src = kb.let(
-            "nSrc", (win.batch(b) * key_seq + (t - past_seq)) * hidden4 + hk * hd4 + it.d
+            "nSrc", (win.batch(b) * key_seq + (t - past_seq)) * m.hidden4 + hk * hd4 + it.d
         )
-        present_key[it.e] = words.to(kb, cache, new_k[n_src])
-        present_value[it.e] = words.to(kb, cache, new_v[n_src])
+        present_key[it.e] = words.to(kb, m.cache, new_k[n_src])
+        present_value[it.e] = words.to(kb, m.cache, new_v[n_src])
     doc = "Copy the past BNSH cache, then append new BSH K/V tokens into the present cache."
     kernel = kb.build(plan.dispatch(rows, hd4), doc)
-    batches = ceil_div(rows, heads * seq)
-    past = times(batches, heads, past_seq, head_dim)
-    new = times(batches, key_seq, hidden)
+    past = times(ceil_div(rows, heads * seq), heads, past_seq, head_dim)
     if cfg.window:
         past = times(ceil_div(rows, seq), past_seq, head_dim)
-        new_batches = window_batches(rows, cfg.kv_heads, seq, win.head_base, win.batch_base)
-        new = times(new_batches, key_seq, hidden)
+    new = times(source_batches(rows, cfg.kv_heads, seq, win), key_seq, hidden)
     present = times(rows, head_dim)
+    extents = {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
+    extents |= {"present_key": present, "present_value": present}
+    fits = "seq <= pastSeq + keySeq (the present holds the past rows, then the new tokens)"
+    requires = {"seq >= 1": seq >= 1, fits: seq <= past_seq + key_seq}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return walks.vector_extents(
-        contract(
-            kernel,
-            {"past_k": past, "past_v": past, "new_k": new, "new_v": new}
-            | {"present_key": present, "present_value": present},
-            {
-                "seq >= 1": seq >= 1,
-                "seq <= pastSeq + keySeq (the present holds the past rows, then the new tokens)": (
-                    seq <= past_seq + key_seq
-                ),
-            },
-        )
-    )
+    return walks.vector_extents(contract(kernel, extents, requires))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:

@@ -36,13 +36,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Kernel, KernelBuilder, f32, i32, u32
+from kvdsl.ir import Kernel, KernelBuilder
 from kvdsl.kernels.config import (
     COPY_WALKS,
-    NEW,
-    PAST,
-    PRESENT,
-    ROTARY_TABLES,
     CacheConfig,
     Element,
     Model,
@@ -53,11 +49,12 @@ from kvdsl.kernels.config import (
     partial_rotary,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, contract, plus, times, window_batches
-from kvdsl.kernels.merge import MovedTypes
+from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.merge import MovedRows, MovedTypes, moved_rows
+from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import cache_window, split_rows
+from kvdsl.nodes.index import split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import append_window
 
@@ -102,38 +99,32 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     plan = cfg.plan
     pairs = plan.uses_pairs
     if cfg.region is ShareRegion.RETAIN:
-        _retain(kb, cfg)
+        m = _retain(kb, cfg)
         doc = (
             "Buffer-sharing append, retain pass: rows outside each batch's append window\n"
             "are an identity copy of the past cache (dst index == src index)."
         )
     else:
-        _append(kb, cfg, pairs)
+        m = _append(kb, cfg, pairs)
         doc = (
             "Buffer-sharing append, append pass: the rows of each batch's append window come\n"
             "from the new BSH K/V"
             + (", K rotated at its absolute position." if cfg.rotary else ".")
         )
-    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    win = cache_window(kb, cfg.window)
+    (rows, seq, key_seq), win = m.params, m.win
     kernel = kb.build(plan.row_dispatch(kb, rows, cfg.width), doc)
     heads, head_dim = cfg.kv_heads, cfg.head_dim
     if cfg.region is ShareRegion.RETAIN:
-        batches = ceil_div(rows, heads * seq)
-        if cfg.window:  # seqlens_k is bound whole: up to the window's last batch
-            batches = ceil_div(plus(times(win.head_base, seq), rows), heads * seq)
         cache = times(rows, head_dim)
+        batches = seqlens_extent(rows, heads, seq, win)
         extents = {"past_k": cache, "past_v": cache, "seqlens_k": batches}
         requires = {"seq >= 1": seq >= 1}
     else:
-        batches = ceil_div(rows, heads * key_seq)
-        new = times(batches, key_seq, heads * head_dim)
+        batches = seqlens_extent(rows, heads, key_seq, win)
+        new = times(source_batches(rows, heads, key_seq, win), key_seq, heads * head_dim)
         cache = times(batches, heads, seq, head_dim)
         if cfg.window:
-            new_batches = window_batches(rows, heads, key_seq, win.head_base, win.batch_base)
-            new = times(new_batches, key_seq, heads * head_dim)
             cache = times(ceil_div(rows, key_seq), seq, head_dim)
-            batches = ceil_div(plus(times(win.head_base, key_seq), rows), heads * key_seq)
         extents = {"new_k": new, "new_v": new, "seqlens_k": batches}
         if cfg.rotary:
             rot = times(seq, cfg.half)
@@ -144,61 +135,41 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     return walks.vector_extents(contract(kernel, extents, requires))
 
 
-def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> None:
-    width = cfg.width
-    cache = cfg.present_type.scalar
-    past_k, past_v = words.bindings(kb, PAST, cache, width)
-    seqlens_k = kb.binding("seqlens_k", i32, "read")
-    present_key, present_value = words.bindings(kb, PRESENT, cache, width, "read_write")
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    kb.workgroup_const("WG")
-    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    win = cache_window(kb, cfg.window)
-    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
-    it = cfg.plan.vectors(kb, rows, hd4, width)
-    row = win.row(kb, it.row, seq)
+def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> MovedRows:
+    m = moved_rows(kb, cfg, cfg.width, past=True, new=False)
+    (past_k, past_v), (present_key, present_value) = m.past, m.present
+    rows, seq, key_seq = m.params
+    it = cfg.plan.vectors(kb, rows, m.hd4, cfg.width)
+    row = m.win.row(kb, it.row, seq)
     t = kb.let("t", row % seq)
-    b = kb.let("b", row / (seq * heads))
-    w = append_window(kb, seqlens_k, b, seq, key_seq)
+    b = kb.let("b", row / (seq * m.heads))
+    w = append_window(kb, m.seqlens_k, b, seq, key_seq)
     kb.comment("Outside the append window; the shared stride makes this dst == src.")
     with kb.if_((t < w.append_start).lor(t >= w.active_end)):
         present_key[it.e] = past_k[it.e]
         present_value[it.e] = past_v[it.e]
+    return m
 
 
-def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> None:
-    width = cfg.width
-    cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
-    new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
-    seqlens_k = kb.binding("seqlens_k", i32, "read")
-    cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width) if cfg.rotary else (None, None)
-    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    kb.workgroup_const("WG")
-    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden)
-    half = kb.const("HALF", u32, cfg.half) if cfg.rotary else None
-    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    win = cache_window(kb, cfg.window)
-
-    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
-    hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width)
-    half4 = walks.vector_const(kb, half, cfg.half, width) if cfg.rotary else None
-    it = cfg.plan.items(kb, rows, hd4, width, half4)
+def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> MovedRows:
+    m = moved_rows(kb, cfg, cfg.width, past=False, new=True, rotary=cfg.rotary)
+    rows, seq, key_seq = m.params
+    win, heads, hd4 = m.win, m.heads, m.hd4
+    it = cfg.plan.items(kb, rows, hd4, cfg.width, m.half4)
     # New row -> its cache row t in the append window.
     b, hk, j = split_rows(kb, win.row(kb, it.row, key_seq), heads, key_seq, "j")
-    w = append_window(kb, seqlens_k, b, seq, key_seq)
+    w = append_window(kb, m.seqlens_k, b, seq, key_seq)
     kb.comment("New tokens before `skip` do not fit the cache (keySeq > seq).")
     kb.leave_if(j < w.skip)
     t = kb.let("t", w.append_start + (j - w.skip))
     dst = kb.let("dst", win.bnsh(b, hk, t, heads, seq, hd4) + it.d)
-    n_src = kb.let("nSrc", (win.batch(b) * key_seq + j) * hidden4 + hk * hd4)
-    rot = Rotation(cos, sin, t, half4, cfg.partial) if cfg.rotary else None
+    n_src = kb.let("nSrc", (win.batch(b) * key_seq + j) * m.hidden4 + hk * hd4)
+    rot = Rotation(m.cos, m.sin, t, m.half4, cfg.partial) if cfg.rotary else None
     if rot is not None:
         what = "one pair of vectors" if pairs else "one vector"
         kb.comment(f"NeoX rotation of {what}; row t is its own absolute position.")
-    move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
+    move_new(kb, *m.new, n_src, it.d, rot, *m.present, dst, pairs)
+    return m
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:

@@ -65,6 +65,7 @@ from kvdsl.kernels.rows import (
     flat_row,
     k_row,
     row_extents,
+    seqlens_extent,
     row_walk,
 )
 from kvdsl.kernels.config import (
@@ -374,10 +375,8 @@ def _contract(
             extents[ROTARY_TABLE] = times(table, 2)
     else:
         extents |= {"k_scale": scales, "v_scale": scales}
-    if append and cfg.window:  # seqlens_k is bound whole: up to the window's last batch
-        extents["seqlens_k"] = ceil_div(plus(times(win.head_base, seq), count), cfg.kv_heads * seq)
-    elif append:
-        extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
+    if append:
+        extents["seqlens_k"] = seqlens_extent(count, cfg.kv_heads, seq, win)
     extents |= {"present_key": present, "present_value": present}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))

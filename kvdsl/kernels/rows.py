@@ -39,7 +39,7 @@ from kvdsl.kernels.config import (
     require_window,
     walk_workgroup,
 )
-from kvdsl.kernels.config import ceil_div, times, window_batches
+from kvdsl.kernels.config import ceil_div, plus, times, window_batches
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan, require_whole_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import CacheWindow, bsh, cache_window, split_rows
@@ -465,6 +465,22 @@ def flat_k(kb: KernelBuilder, row: FlatRow, loads: KLoads, inv_rms: Val | None) 
     return kb.let("k", select(own, rotated, row.it.d < row.half * 2))
 
 
+def source_batches(rows: Val, heads: int | Val, per_slice: Val, win: CacheWindow) -> Any:
+    """The batches of a BSH source that ``rows`` cache rows of ``per_slice`` per slice read: in
+    a window, from its first batch (``batchBase``) on."""
+    if win.head_base is None:
+        return ceil_div(rows, heads * per_slice)
+    return window_batches(rows, heads, per_slice, win.head_base, win.batch_base)
+
+
+def seqlens_extent(rows: Val, heads: int | Val, per_slice: Val, win: CacheWindow) -> Any:
+    """``seqlens_k``'s least size for ``rows`` cache rows of ``per_slice`` per slice: their
+    batches, up to a window's last (``seqlens_k`` is bound whole)."""
+    if win.head_base is None:
+        return ceil_div(rows, heads * per_slice)
+    return ceil_div(plus(times(win.head_base, per_slice), rows), heads * per_slice)
+
+
 def row_extents(
     cfg: Transforms,
     count: Val,
@@ -477,10 +493,7 @@ def row_extents(
     ``src_k``/``src_v`` for ``count`` rows of ``seq`` tokens per batch (from batch ``batchBase``
     on in a window), the bindings declared after them (``between``: ``seqlens_k``, a layout's),
     the K-norm weight, and ``positions`` rotary positions."""
-    batches = ceil_div(count, cfg.kv_heads * seq)
-    if win.head_base is not None:
-        batches = window_batches(count, cfg.kv_heads, seq, win.head_base, win.batch_base)
-    src = times(batches, seq, cfg.kv_heads * cfg.head_dim)
+    src = times(source_batches(count, cfg.kv_heads, seq, win), seq, cfg.kv_heads * cfg.head_dim)
     out: dict[str, Any] = {"src_k": src, "src_v": src}
     out |= between or {}
     if cfg.k_norm:

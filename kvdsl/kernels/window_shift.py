@@ -43,11 +43,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Kernel, KernelBuilder, Val, f32, i32, u32
+from kvdsl.ir import Kernel, KernelBuilder, Val
 from kvdsl.kernels.config import (
-    NEW,
-    PAST,
-    PRESENT,
     ROTARY_TABLE,
     ROTARY_TABLES,
     CacheConfig,
@@ -61,11 +58,12 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times, window_batches
-from kvdsl.kernels.merge import MovedTypes
+from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.merge import MovedTypes, moved_rows
+from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.index import cache_window, split_rows
+from kvdsl.nodes.index import split_rows
 from kvdsl.nodes.rotary import Rotation, move_new
 from kvdsl.nodes.window import sliding_window
 
@@ -121,50 +119,29 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     plan = cfg.plan
     pairs = plan.uses_pairs
     region = cfg.region
+    past, new = region is not ShiftRegion.APPEND, region is not ShiftRegion.SHIFT
     # Only the types of the bindings the region declares decide whether f16 moves as words.
-    types = (
-        (cfg.present_type,) if region is ShiftRegion.SHIFT else (cfg.present_type, cfg.input_type)
-    )
+    types = (cfg.present_type, cfg.input_type) if new else (cfg.present_type,)
     width = words.width(cfg.head_dim, types, cfg.rotary, cfg.half)
-    cache_ty, inp_ty = cfg.present_type.scalar, cfg.input_type.scalar
-    cache = words.elem(cache_ty, width)
-    past_k = past_v = new_k = new_v = cos = sin = None
-    if region is not ShiftRegion.APPEND:
-        past_k, past_v = words.bindings(kb, PAST, cache_ty, width)
-    if region is not ShiftRegion.SHIFT:
-        new_k, new_v = words.bindings(kb, NEW, inp_ty, width)
-    seqlens_k = kb.binding("seqlens_k", i32, "read")
     # 'all' with rotary binds cos and sin as one packed table: 8 storage buffers in all.
     packed = cfg.rotary and region is ShiftRegion.ALL
-    if packed:
-        cos = sin = words.binding(kb, ROTARY_TABLE, f32, width)
-    elif cfg.rotary:
-        cos, sin = words.bindings(kb, ROTARY_TABLES, f32, width)
-    present_key, present_value = words.bindings(kb, PRESENT, cache_ty, width, "read_write")
-    head_dim = kb.const("HEAD_DIM", u32, cfg.head_dim)
-    heads = kb.const("KV_HEADS", u32, cfg.kv_heads)
-    kb.workgroup_const("WG")
-    hidden = kb.const("KV_HIDDEN", u32, cfg.hidden) if new_k else None
-    half = kb.const("HALF", u32, cfg.half) if cfg.rotary else None
-    rows, seq, key_seq = kb.param("count"), kb.param("seq"), kb.param("keySeq")
-    win = cache_window(kb, cfg.window)
-
-    hd4 = walks.vector_const(kb, head_dim, cfg.head_dim, width)
-    hidden4 = walks.vector_const(kb, hidden, cfg.hidden, width) if new_k else None
-    half4 = walks.vector_const(kb, half, cfg.half, width) if cfg.rotary else None
-    it = plan.items(kb, rows, hd4, width, half4)
+    m = moved_rows(kb, cfg, width, past, new, rotary=cfg.rotary, packed=packed)
+    present_key, present_value = m.present
+    head_dim, heads, hidden, half, win, hd4 = m.head_dim, m.heads, m.hidden, m.half, m.win, m.hd4
+    rows, seq, key_seq = m.params
+    it = plan.items(kb, rows, hd4, width, m.half4)
 
     def append_vec(b: Val, hk: Val, j: Val, dst: Val, pos: Val) -> None:
-        n_src = kb.let("nSrc", (win.batch(b) * key_seq + j) * hidden4 + hk * hd4)
-        rot = Rotation(cos, sin, pos, half4, cfg.partial, packed) if cfg.rotary else None
+        n_src = kb.let("nSrc", (win.batch(b) * key_seq + j) * m.hidden4 + hk * hd4)
+        rot = Rotation(m.cos, m.sin, pos, m.half4, cfg.partial, packed) if cfg.rotary else None
         if rot is not None:
             kb.comment("Appended K is rotated at its absolute position; retained keys already are.")
-        move_new(kb, new_k, new_v, n_src, it.d, rot, present_key, present_value, dst, pairs)
+        move_new(kb, *m.new, n_src, it.d, rot, *m.present, dst, pairs)
 
     if region is ShiftRegion.APPEND:
         kb.comment("Append-only pass: the vectors of the new token rows; `seq` stays the capacity.")
         b, hk, j = split_rows(kb, win.row(kb, it.row, key_seq), heads, key_seq, "j")
-        w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+        w = sliding_window(kb, m.seqlens_k, b, seq, key_seq)
         kb.comment("New tokens before `skip` do not fit the window (keySeq > seq).")
         kb.leave_if(j < w.skip)
         t = kb.let("t", w.append_start + (j - w.skip))
@@ -172,12 +149,12 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         append_vec(b, hk, j, dst, kb.let("pos", w.past + j))
     else:
         b, hk, t = split_rows(kb, win.row(kb, it.row, seq), heads, seq)
-        w = sliding_window(kb, seqlens_k, b, seq, key_seq)
+        w = sliding_window(kb, m.seqlens_k, b, seq, key_seq)
         with kb.if_(t < w.append_start):
             kb.comment("Surviving past rows slide down by the eviction count.")
             src = kb.let("src", win.bnsh(b, hk, t + w.evicted, heads, seq, hd4) + it.d)
-            present_key[it.e] = past_k[src]
-            present_value[it.e] = past_v[src]
+            present_key[it.e] = m.past[0][src]
+            present_value[it.e] = m.past[1][src]
         if region is ShiftRegion.ALL:
             with kb.elif_(t < w.resident):
                 j = kb.let("j", t - w.append_start + w.skip)
@@ -187,8 +164,8 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
             zero_guard = kb.elif_(t >= w.resident)
         with zero_guard:
             kb.comment("Outside the resident window: cleared, not left stale.")
-            present_key[it.e] = words.zero(cache)
-            present_value[it.e] = words.zero(cache)
+            present_key[it.e] = words.zero(m.cache)
+            present_value[it.e] = words.zero(m.cache)
     dispatch = plan.row_dispatch(kb, rows, width)
     doc = (
         "Windowed cache: compact the surviving past rows down by the eviction count and\n"
@@ -197,12 +174,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     )
     kernel = kb.build(dispatch, doc)
     per_batch = key_seq if region is ShiftRegion.APPEND else seq
-    batches = ceil_div(rows, heads * per_batch)
-    new = times(batches, key_seq, hidden) if new_k else None
-    if cfg.window:
-        new_batches = window_batches(rows, cfg.kv_heads, per_batch, win.head_base, win.batch_base)
-        new = times(new_batches, key_seq, hidden) if new_k else None
-        batches = ceil_div(plus(times(win.head_base, per_batch), rows), heads * per_batch)
+    batches = seqlens_extent(rows, heads, per_batch, win)
     extents = {"seqlens_k": batches}
     if region is ShiftRegion.APPEND and cfg.window:
         present = times(ceil_div(rows, key_seq), seq, head_dim)
@@ -212,8 +184,9 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
         present = times(rows, head_dim)
         past = times(ceil_div(rows, seq), seq, head_dim)
         extents |= {"past_k": past, "past_v": past}
-    if new is not None:
-        extents |= {"new_k": new, "new_v": new}
+    if new:
+        news = times(source_batches(rows, cfg.kv_heads, per_batch, win), key_seq, hidden)
+        extents |= {"new_k": news, "new_v": news}
     if cfg.rotary:
         # New token j sits at position max(keySeq, seqlens_k[b] + 1) - keySeq + j.
         positions = emax(key_seq, plus(largest("seqlens_k"), 1))
