@@ -36,7 +36,6 @@ from kvdsl.kernels.config import (
     Reduction,
     Walk,
     choice,
-    one_of,
     partial_rotary,
 )
 from kvdsl.kernels.config import contract, plus, times
@@ -51,12 +50,11 @@ from kvdsl.nodes.rotary import Rotation, move_rotated_pair
 class BuildConfig(RowConfig):
     """A build variant: cache shape, K RMSNorm and rotary switches, element types."""
 
-    present_type: Element = choice(Element.F32)
+    present_type: Element = choice(Element.F32, FLOATS)
     mode = "build"
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_of("present_type", self.present_type, FLOATS)
 
 
 def build(cfg: BuildConfig, name: str = "build") -> Kernel:

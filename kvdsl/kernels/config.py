@@ -21,6 +21,7 @@ A cache's format is the one open choice: :data:`DenseFormat` names the built-in 
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from dataclasses import KW_ONLY, dataclass
 from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
@@ -256,15 +257,18 @@ class Slot:
     """A config field that is a descriptor: the constructor stores its value once, converting a
     string (an int for :class:`Bits`) to the member of ``enum`` it names; a value left ``None``
     reads as ``derive(config)``, a default that depends on other fields (the frozen config is
-    never written after construction)."""
+    never written after construction). A field with ``allowed`` members is checked to hold one
+    of them (:meth:`check`) before the mode's own checks."""
 
     def __init__(
         self,
         default: Any = None,
         enum: type[Enum] | None = None,
         derive: Callable[[Any], Any] | None = None,
+        allowed: Iterable[Enum] | None = None,
     ) -> None:
         self.default, self.enum, self.derive = default, enum, derive
+        self.allowed = None if allowed is None else tuple(allowed)
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.key = "_" + name
@@ -282,10 +286,15 @@ class Slot:
             value = next((m for m in self.enum if m.value == value), value)
         cfg.__dict__[self.key] = value
 
+    def check(self, field: str, value: Any) -> None:
+        """``value`` one of the ``allowed`` members."""
+        one_of(field, value, self.allowed)
 
-def choice(default: Enum) -> Any:
-    """A field holding a member of ``default``'s enum, given as the member or its value."""
-    return Slot(default, type(default))
+
+def choice(default: Enum, allowed: Iterable[Enum] | None = None) -> Any:
+    """A field holding one of ``allowed`` (every member of ``default``'s enum unless given),
+    given as the member or its value."""
+    return Slot(default, type(default), allowed=type(default) if allowed is None else allowed)
 
 
 #: How a cache row is stored: the built-in formats by name (:data:`kvdsl.nodes.formats.FORMATS`);
@@ -298,10 +307,18 @@ class FormatSlot(Slot):
     a :class:`kvdsl.nodes.formats.Format` value; a value equal to the built-in format of its name
     is stored as that member, so that a config is the same however its format was given."""
 
+    def __init__(self, default: Any, enum: type[Enum]) -> None:
+        super().__init__(default, enum, allowed=enum)
+
     def __set__(self, cfg: Any, value: Any) -> None:
         if isinstance(value, Format) and FORMATS.get(value.name) == value:
             value = value.name
         super().__set__(cfg, value)
+
+    def check(self, field: str, value: Any) -> None:
+        """A format value or a member of ``enum`` (or None, where that is the default)."""
+        if value is not None or self.default is not None:
+            one_format(field, value, self.allowed)
 
 
 def format_choice(default: Any) -> Any:
@@ -365,6 +382,10 @@ class KernelConfig:
 
     def __post_init__(self) -> None:
         flag("window", self.window)
+        for f in dataclasses.fields(self):
+            slot = inspect.getattr_static(type(self), f.name, None)
+            if isinstance(slot, Slot) and slot.allowed is not None:
+                slot.check(f.name, self.__dict__[slot.key])
         self.check_fields()
         positive_int("workgroup_size", self.workgroup_size, MAX_WORKGROUP)
         positive_int("fold", self.fold, MAX_FOLD)

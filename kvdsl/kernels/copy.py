@@ -21,7 +21,6 @@ from kvdsl.kernels.config import (
     Model,
     Walk,
     choice,
-    one_of,
     positive_int,
     require,
 )
@@ -35,7 +34,7 @@ class CopyConfig(VectorWalk, KernelConfig):
     """A copy variant: words per row, their element type and the walk."""
 
     head_dim: int
-    walk: Walk = choice(Walk.COOPERATIVE)
+    walk: Walk = choice(Walk.COOPERATIVE, COPY_WALKS)
     present_type: Element = choice(Element.F32)
     mode = "copy"
 
@@ -48,8 +47,6 @@ class CopyConfig(VectorWalk, KernelConfig):
             f"at most {MAX_HIDDEN} (one row must fit WebGPU's default "
             "max-storage-buffer-binding-size of 128 MiB)",
         )
-        one_of("walk", self.walk, COPY_WALKS)
-        one_of("present_type", self.present_type, Element)
         self.refuse_window(
             "position-independent: its kernel runs on any window of whole rows as it is, with"
             " count the window's rows"

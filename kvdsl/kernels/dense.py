@@ -44,7 +44,6 @@ from kvdsl.kernels.config import (
     choice,
     flag,
     format_choice,
-    one_of,
     require,
 )
 from kvdsl.kernels.config import ceil_div, contract, plus, times
@@ -91,7 +90,6 @@ class DenseConfig(Scales, CacheConfig):
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        self.check_stored(DenseFormat)
         self.refuse_window(
             "the dense modes have no windowed form; dense_read runs on any window of whole rows"
             " as it is, with count the window's rows"
@@ -165,12 +163,11 @@ class DenseReadConfig(DenseConfig):
     """A ``dense_read`` variant: cache shape, format, scales' place, the rows' element type
     (f16 rows travel as ``vec2<u32>`` words: no ``shader-f16``)."""
 
-    output_type: Element = choice(Element.F32)
+    output_type: Element = choice(Element.F32, FLOATS)
     mode = "dense_read"
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_of("output_type", self.output_type, FLOATS)
 
 
 def require_rows_fit(q: Quantiser, k_norm: bool, block: int) -> None:

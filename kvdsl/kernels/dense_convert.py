@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32
-from kvdsl.kernels.config import Model, choice, contract, one_format, one_of, require, times
+from kvdsl.kernels.config import Model, choice, contract, require, times
 from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, dense_rows, format_choice
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_quantised_rows
@@ -46,8 +46,6 @@ class DenseConvertConfig(DenseConfig):
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_format("source", self.source, Source)
-        one_of("source_scales", self.source_scales, ScalePlace)
         require(
             not self.fmt.rotated,
             "format",

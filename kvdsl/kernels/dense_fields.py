@@ -10,7 +10,7 @@ from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any, ClassVar
 
-from kvdsl.kernels.config import Slot, one_format, one_of, require, unset
+from kvdsl.kernels.config import Slot, one_of, require, unset
 from kvdsl.nodes import rotation
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.quantise import Quantiser, row_lanes
@@ -44,11 +44,6 @@ class Scales:
     def inline(self) -> bool:
         """Whether a dense row's scales sit inside it (always, for f32 and f16 rows)."""
         return self.scales is ScalePlace.INLINE
-
-    def check_stored(self, formats: type[StrEnum]) -> None:
-        """``format`` a member of ``formats`` or a format value, and ``scales`` a place."""
-        one_format("format", self.format, formats)
-        one_of("scales", self.scales, ScalePlace)
 
     def no_scales(self) -> None:
         """``scales`` unset, for a cache without a format: f32 and f16 rows have no scales."""

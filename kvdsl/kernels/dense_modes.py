@@ -46,7 +46,6 @@ from kvdsl.kernels.config import (
     RotaryHalf,
     ShiftRegion,
     choice,
-    one_of,
     require,
     require_rotary,
     require_rotary_vectors,
@@ -101,17 +100,15 @@ class DenseWindowShiftConfig(RotaryHalf, DenseMoveConfig):
 
     region: ShiftRegion = choice(ShiftRegion.ALL)
     rotary: bool = False
-    input_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32, FLOATS)
     rotary_half: int | None = None
     mode = "dense_window_shift"
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_of("region", self.region, ShiftRegion)
         appends = self.region is not ShiftRegion.SHIFT
         require_rotary(self.rotary, self.head_dim, appends, ROTARY_REGIONS, self.rotary_half)
         require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
-        one_of("input_type", self.input_type, FLOATS)
         require(
             not (appends and self.fmt.rotated),
             "region",

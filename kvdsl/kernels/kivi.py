@@ -83,7 +83,6 @@ from kvdsl.kernels.config import (
     contract,
     emax,
     largest,
-    one_of,
     plus,
     require,
     times,
@@ -151,7 +150,6 @@ class KiviCacheConfig(KiviConfig):
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_of("cache", self.cache, KiviCache)
         if self.cache is KiviCache.PAGED:
             require_page_size(self.page_size)
             require_whole_groups(self.page_size, self.group)

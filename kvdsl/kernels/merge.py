@@ -36,7 +36,6 @@ from kvdsl.kernels.config import (
     Model,
     Walk,
     choice,
-    one_of,
     require_window,
 )
 from kvdsl.kernels.config import ceil_div, contract, times
@@ -58,8 +57,6 @@ class MovedTypes:
 
     def check_moved(self) -> None:
         """The element types, then a window's walk (the flat one)."""
-        one_of("present_type", self.present_type, FLOATS)
-        one_of("input_type", self.input_type, FLOATS)
         require_window(self.window, self.walk)
 
 
@@ -127,13 +124,12 @@ def moved_rows(kb: KernelBuilder, cfg: MovedTypes, width: int, past: bool, new: 
 class MergeConfig(MovedTypes, VectorWalk, CacheConfig):
     """A merge variant: cache shape, walk and element types."""
 
-    walk: Walk = choice(Walk.COOPERATIVE)
-    present_type: Element = choice(Element.F32)
-    input_type: Element = choice(Element.F32)
+    walk: Walk = choice(Walk.COOPERATIVE, COPY_WALKS)
+    present_type: Element = choice(Element.F32, FLOATS)
+    input_type: Element = choice(Element.F32, FLOATS)
     mode = "merge"
 
     def check_fields(self) -> None:
-        one_of("walk", self.walk, COPY_WALKS)
         self.check_moved()
 
 

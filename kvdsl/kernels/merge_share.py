@@ -38,6 +38,7 @@ from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder
 from kvdsl.kernels.config import (
+    FLOATS,
     COPY_WALKS,
     CacheConfig,
     Element,
@@ -67,16 +68,15 @@ class MergeShareConfig(MovedTypes, RotaryWalk, CacheConfig):
     one invocation per rotary pair (:attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
     region: ShareRegion = choice(ShareRegion.APPEND)
-    walk: Walk = choice(Walk.COOPERATIVE)
+    walk: Walk = choice(Walk.COOPERATIVE, WALKS)
     rotary: bool = False
-    present_type: Element = choice(Element.F32)
-    input_type: Element = choice(Element.F32)
+    present_type: Element = choice(Element.F32, FLOATS)
+    input_type: Element = choice(Element.F32, FLOATS)
     pairs: bool | None = None
     rotary_half: int | None = None
     mode = "merge_share"
 
     def check_fields(self) -> None:
-        one_of("region", self.region, ShareRegion)
         append = self.region is ShareRegion.APPEND
         one_of("walk", self.walk, WALKS if append else COPY_WALKS)
         require_rotary(

@@ -23,7 +23,6 @@ from kvdsl.kernels.config import (
     Model,
     choice,
     multiple_of,
-    one_of,
     require,
 )
 from kvdsl.kernels.config import ceil_div, emax, format_choice, largest, plus, times
@@ -67,8 +66,6 @@ class PageFields:
     def check_pages(self, fmt: formats.Format | None) -> None:
         """The page fields, and the separate pools a dense format ``fmt`` is stored in."""
         require_page_size(self.page_size)
-        one_of("page_layout", self.page_layout, PageLayout)
-        one_of("pool", self.pool, Pool)
         if fmt is not None:
             require(
                 self.pool is Pool.SEPARATE,
@@ -89,7 +86,6 @@ class PagedConfig(PagedRows, PageFields, Scales, CacheConfig):
     scales: ScalePlace = choice(ScalePlace.INLINE)
 
     def check_fields(self) -> None:
-        self.check_stored(PagedFormat)
         fmt = self.dense
         self.check_pages(fmt)
         if fmt is None:
@@ -161,7 +157,6 @@ class PagedAppendConfig(Transforms, PagedConfig):
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_of("addressing", self.addressing, Addressing)
         self.check_transforms(norm=False)
         plain = "f32 and f16 pages are stored as they are"
         require_rotation(self.dense, self.rotation, self.head_dim, plain)
@@ -240,13 +235,11 @@ class PagedReadConfig(PagedConfig):
     ``vec2<u32>`` words)."""
 
     addressing: Addressing = choice(Addressing.PAGE_TABLE)
-    output_type: Element = choice(Element.F32)
+    output_type: Element = choice(Element.F32, FLOATS)
     mode = "paged_read"
 
     def check_fields(self) -> None:
         super().check_fields()
-        one_of("addressing", self.addressing, Addressing)
-        one_of("output_type", self.output_type, FLOATS)
 
 
 def pool_bindings(

@@ -21,8 +21,6 @@ from kvdsl.kernels.config import (
     choice,
     flag,
     multiple_of,
-    one_format,
-    one_of,
     query_heads,
     require,
     unset,
@@ -53,8 +51,8 @@ class QkvConfig(Scales, LaneWalk, Transforms, CacheConfig):
     q_heads: int
     q_norm: bool = False
     bias: bool = False
-    present_type: Element = choice(Element.F32)
-    q_type: Element = choice(Element.F32)
+    present_type: Element = choice(Element.F32, FLOATS)
+    q_type: Element = choice(Element.F32, FLOATS)
     q_layout: RowLayout = choice(RowLayout.BNSH)
     # A dense format of the cache (kvdsl.nodes.formats); None: present_type's f32 or f16 rows.
     format: DenseFormat | None = FormatSlot(None, DenseFormat)
@@ -86,10 +84,6 @@ class QkvConfig(Scales, LaneWalk, Transforms, CacheConfig):
         flag("q_norm", self.q_norm)
         flag("bias", self.bias)
         self.check_transforms()
-        one_of("present_type", self.present_type, FLOATS)
-        one_of("q_type", self.q_type, FLOATS)
-        one_of("q_layout", self.q_layout, RowLayout)
-        one_of("scales", self.scales, ScalePlace)
         flag("split", self.split)
         flag("pair_loads", self.pair_loads)
         flag("q_strided", self.q_strided)
@@ -103,7 +97,6 @@ class QkvConfig(Scales, LaneWalk, Transforms, CacheConfig):
             unset("split", self.split, True, f"{walk} each head's row alone")
             unset("pair_loads", self.pair_loads, False, f"{walk} each pair whole")
             return
-        one_format("format", self.format, DenseFormat)
         require_rotation(self.fmt, self.rotation, self.head_dim)
         fmt = self.fmt
         words = f"with format {fmt.name!r}: the cache holds the format's u32 words"

@@ -37,7 +37,6 @@ from kvdsl.kernels.config import (
     Element,
     Model,
     choice,
-    one_of,
     require,
 )
 from kvdsl.kernels.config import times
@@ -73,7 +72,6 @@ class PagedQkvConfig(PageFields, QkvConfig):
     def check_fields(self) -> None:
         super().check_fields()
         self.check_pages(self.fmt)
-        one_of("addressing", self.addressing, Addressing)
         n = self.storage_buffers
         if n > MAX_STORAGE_BUFFERS:
             past = f"{n} storage buffers, past WebGPU's default {MAX_STORAGE_BUFFERS}"

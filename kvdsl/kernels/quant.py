@@ -151,7 +151,6 @@ class QuantConfig(RowConfig):
 
     def check_schedule(self) -> None:
         super().check_schedule()
-        one_of("bits", self.bits, Bits)
         if self.int4:
             require(self.head_dim % 2 == 0, "head_dim", self.head_dim, "an even number for int4")
             if self.walk is Walk.FLAT:
@@ -189,7 +188,6 @@ class AppendQuantConfig(QuantConfig):
 
     def check_schedule(self) -> None:
         super().check_schedule()
-        one_of("rotary_position", self.rotary_position, RotaryPosition)
 
 
 def build_quant(cfg: BuildQuantConfig, name: str = "build_quant") -> Kernel:

@@ -32,7 +32,6 @@ from kvdsl.kernels.config import (
     Walk,
     choice,
     flag,
-    one_of,
     require,
     require_rotary,
     require_rotary_vectors,
@@ -66,7 +65,7 @@ class Transforms(RotaryHalf):
     rotary: bool = False
     rotary_half: int | None = None
     eps: float = 1e-6
-    input_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32, FLOATS)
 
     def check_transforms(self, vectors: bool = True, norm: bool = True) -> None:
         """The transforms' checks: ``vectors``, a walk of ``vec4`` values
@@ -78,7 +77,6 @@ class Transforms(RotaryHalf):
             require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)
         if norm or self.k_norm:
             require_eps(self.eps)
-        one_of("input_type", self.input_type, FLOATS)
 
 
 def require_eps(eps: Any) -> None:
@@ -96,12 +94,11 @@ class RowConfig(Transforms, RotaryWalk, CacheConfig):
     :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs`)."""
 
     _: KW_ONLY
-    walk: Walk = choice(Walk.PER_ROW)
+    walk: Walk = choice(Walk.PER_ROW, WALKS)
     reduction: Reduction = choice(Reduction.WORKGROUP)
     pairs: bool | None = None
 
     def check_fields(self) -> None:
-        one_of("walk", self.walk, WALKS)
         self.check_transforms(vectors=False)
         require_window(self.window, self.walk)
 
@@ -111,7 +108,6 @@ class RowConfig(Transforms, RotaryWalk, CacheConfig):
         if self.walk is Walk.FLAT and self.k_norm:
             what = "vectors of a row for the flat walk with k_norm"
             require_whole_rows(self.workgroup_size, per_row, what)
-        one_of("reduction", self.reduction, Reduction)
         if self.reduction is Reduction.SUBGROUP:
             require(
                 self.k_norm and self.plan.program,

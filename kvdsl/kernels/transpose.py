@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
 from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, flag, multiple_of
-from kvdsl.kernels.config import one_of, require
+from kvdsl.kernels.config import require
 from kvdsl.kernels.config import contract, times, window_batches
 from kvdsl.nodes import words
 from kvdsl.nodes.index import cache_window, flat_index
@@ -33,8 +33,8 @@ class TransposeConfig(CacheConfig):
     """
 
     vec4: bool = False
-    input_type: Element = choice(Element.F32)
-    present_type: Element = choice(Element.F32)
+    input_type: Element = choice(Element.F32, FLOATS)
+    present_type: Element = choice(Element.F32, FLOATS)
     words: bool = False
     mode = "transpose"
 
@@ -42,8 +42,6 @@ class TransposeConfig(CacheConfig):
         flag("vec4", self.vec4)
         if self.vec4:
             multiple_of("head_dim", self.head_dim, 4, " for vec4")
-        one_of("input_type", self.input_type, FLOATS)
-        one_of("present_type", self.present_type, FLOATS)
         flag("words", self.words)
         if self.words:
             require(self.vec4, "words", self.words, "vec4=True (words carry f16 vectors)")

@@ -45,6 +45,7 @@ from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, Val
 from kvdsl.kernels.config import (
+    FLOATS,
     ROTARY_TABLE,
     ROTARY_TABLES,
     CacheConfig,
@@ -53,7 +54,6 @@ from kvdsl.kernels.config import (
     ShiftRegion,
     Walk,
     choice,
-    one_of,
     partial_rotary,
     require,
     require_rotary,
@@ -78,16 +78,14 @@ class WindowShiftConfig(MovedTypes, RotaryWalk, CacheConfig):
 
     region: ShiftRegion = choice(ShiftRegion.ALL)
     rotary: bool = False
-    present_type: Element = choice(Element.F32)
-    input_type: Element = choice(Element.F32)
-    walk: Walk = choice(Walk.PER_ROW)
+    present_type: Element = choice(Element.F32, FLOATS)
+    input_type: Element = choice(Element.F32, FLOATS)
+    walk: Walk = choice(Walk.PER_ROW, WALKS)
     pairs: bool | None = None
     rotary_half: int | None = None
     mode = "window_shift"
 
     def check_fields(self) -> None:
-        one_of("region", self.region, ShiftRegion)
-        one_of("walk", self.walk, WALKS)
         appends = self.region is not ShiftRegion.SHIFT
         require_rotary(self.rotary, self.head_dim, appends, ROTARY_REGIONS, self.rotary_half)
         self.check_moved()

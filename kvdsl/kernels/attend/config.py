@@ -15,9 +15,7 @@ from kvdsl.kernels.config import (
     FormatSlot,
     RowLayout,
     choice,
-    one_format,
     multiple_of,
-    one_of,
     positive_int,
     query_heads,
     require,
@@ -97,11 +95,11 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
     _: KW_ONLY
     max_queries: int = 1
     cache: CacheLayout = choice(CacheLayout.BNSH)
-    cache_type: Element = choice(Element.F32)
+    cache_type: Element = choice(Element.F32, FLOATS)
     q_layout: RowLayout = choice(RowLayout.BNSH)
-    q_type: Element = choice(Element.F32)
+    q_type: Element = choice(Element.F32, FLOATS)
     o_layout: RowLayout = choice(RowLayout.BNSH)
-    o_type: Element = choice(Element.F32)
+    o_type: Element = choice(Element.F32, FLOATS)
     sliding_window: bool = False
     softcap: bool = False
     sinks: bool = False
@@ -124,13 +122,7 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
         positive_int("head_dim", self.head_dim, 256)
         multiple_of("head_dim", self.head_dim, 4)
         positive_int("max_queries", self.max_queries, MAX_QUERIES)
-        one_of("cache", self.cache, CacheLayout)
-        one_of("cache_type", self.cache_type, FLOATS)
         self.check_pages(None)
-        for field in ("q_layout", "o_layout"):
-            one_of(field, getattr(self, field), RowLayout)
-        for field in ("q_type", "o_type"):
-            one_of(field, getattr(self, field), FLOATS)
         self.refuse_window()
         wrong = rotation.check_block(self.rotation, self.head_dim)
         require(wrong is None, "rotation", self.rotation, wrong or "")
@@ -152,9 +144,6 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
         )
 
     def _check_format(self) -> None:
-        one_of("scales", self.scales, ScalePlace)
-        if self.format is not None:
-            one_format("format", self.format, AttendFormat)
         if self.kivi_bits is None:
             unset("kivi_group", self.kivi_group, 0, "without a KIVI format (kivi2 or kivi4)")
         if self.format is None:
