@@ -370,7 +370,9 @@ class KernelConfig:
 
     ``workgroup_size`` left ``None`` reads as the mode's default (:meth:`default_workgroup_size`).
     ``KEYS`` is the order of the fields in :func:`as_dict` (as published in ``index.json``):
-    :class:`FieldOrder`'s.
+    :class:`FieldOrder`'s. A field's declaration states its first check, made before the
+    mode's: a :func:`choice` (or :func:`format_choice`) holds one of its members, a field
+    whose default is a bool holds a bool.
     """
 
     mode: ClassVar[str]
@@ -381,11 +383,12 @@ class KernelConfig:
     window: bool = where_set(False)
 
     def __post_init__(self) -> None:
-        flag("window", self.window)
-        for f in dataclasses.fields(self):
+        for f in dataclasses.fields(self):  # the checks the fields' declarations state
             slot = inspect.getattr_static(type(self), f.name, None)
             if isinstance(slot, Slot) and slot.allowed is not None:
                 slot.check(f.name, self.__dict__[slot.key])
+            elif type(f.default) is bool:
+                flag(f.name, self.__dict__[f.name])
         self.check_fields()
         positive_int("workgroup_size", self.workgroup_size, MAX_WORKGROUP)
         positive_int("fold", self.fold, MAX_FOLD)

@@ -42,7 +42,6 @@ from kvdsl.kernels.config import (
     Element,
     Model,
     choice,
-    flag,
     format_choice,
     require,
 )
@@ -140,7 +139,6 @@ class DenseAppendConfig(LaneWalk, Transforms, DenseConfig):
         )
         require_rotation(self.fmt, self.rotation, self.head_dim)
         self.check_lane_walk()
-        flag("split", self.split)
 
     def default_workgroup_size(self) -> int:
         return rows_workgroup(QUANTISE_WORKGROUP, self.row_lanes)

@@ -19,7 +19,6 @@ from kvdsl.kernels.config import (
     RowLayout,
     Slot,
     choice,
-    flag,
     multiple_of,
     query_heads,
     require,
@@ -81,12 +80,7 @@ class QkvConfig(Scales, LaneWalk, Transforms, CacheConfig):
         query_heads(self.q_heads, self.kv_heads)
         why = " for qkv (each invocation holds a pair of vec4)"
         multiple_of("head_dim", self.head_dim, 8, why)
-        flag("q_norm", self.q_norm)
-        flag("bias", self.bias)
         self.check_transforms()
-        flag("split", self.split)
-        flag("pair_loads", self.pair_loads)
-        flag("q_strided", self.q_strided)
         if self.format is None:
             plain = "an f32 or f16 cache is stored as it is"
             require_rotation(None, self.rotation, self.head_dim, plain)

@@ -31,7 +31,6 @@ from kvdsl.kernels.config import (
     RotaryHalf,
     Walk,
     choice,
-    flag,
     require,
     require_rotary,
     require_rotary_vectors,
@@ -71,7 +70,6 @@ class Transforms(RotaryHalf):
         """The transforms' checks: ``vectors``, a walk of ``vec4`` values
         (:func:`require_rotary_vectors`); ``norm``, the kernel has a norm whose ``eps`` must be
         a normal f32 (false: ``eps`` is checked only with ``k_norm``)."""
-        flag("k_norm", self.k_norm)
         require_rotary(self.rotary, self.head_dim, half=self.rotary_half)
         if vectors:
             require_rotary_vectors(self.rotary, self.head_dim, self.rotary_half, self.mode)

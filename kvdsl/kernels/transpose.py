@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
-from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, flag, multiple_of
+from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, multiple_of
 from kvdsl.kernels.config import require
 from kvdsl.kernels.config import contract, times, window_batches
 from kvdsl.nodes import words
@@ -39,10 +39,8 @@ class TransposeConfig(CacheConfig):
     mode = "transpose"
 
     def check_fields(self) -> None:
-        flag("vec4", self.vec4)
         if self.vec4:
             multiple_of("head_dim", self.head_dim, 4, " for vec4")
-        flag("words", self.words)
         if self.words:
             require(self.vec4, "words", self.words, "vec4=True (words carry f16 vectors)")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import json
 
 import pytest
@@ -16,6 +17,7 @@ from kvdsl.kernels.config import (
     Element,
     Reduction,
     ShareRegion,
+    Slot,
     Walk,
     as_dict,
     from_dict,
@@ -38,6 +40,29 @@ def test_keys_name_every_field_once(mode):
         assert "window" in unset and list(as_dict(cfg))[1:] == [
             k for k in cls.KEYS if k not in unset
         ]
+
+
+@pytest.mark.parametrize("mode", sorted(catalog.MODES))
+def test_each_field_declaration_states_its_check(mode):
+    """A choice field given a value its enum does not name, and a field whose default is a bool
+    given 1, are refused naming the field, the value and what is allowed, in every mode."""
+    cls, _ = catalog.MODES[mode]
+    base = next(c for c in catalog.VARIANTS.values() if type(c) is cls)
+    given = {f.name: getattr(base, f.name) for f in dataclasses.fields(cls)}
+    checked = 0
+    for f in dataclasses.fields(cls):
+        slot = inspect.getattr_static(cls, f.name, None)
+        if isinstance(slot, Slot) and slot.allowed is not None:
+            wrong, words = "nope", "expected one of "
+        elif type(f.default) is bool:
+            wrong, words = 1, "expected true or false"
+        else:
+            continue
+        with pytest.raises(ConfigError, match=f"^{f.name}=.*: {words}") as err:
+            cls(**given | {f.name: wrong})
+        assert err.value.field == f.name and err.value.value == wrong
+        checked += 1
+    assert checked >= 1
 
 
 def test_window_is_printed_where_set():
