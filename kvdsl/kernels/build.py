@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, with_contract
 from kvdsl.kernels.config import (
     FLOATS,
     PRESENT,
@@ -38,7 +38,7 @@ from kvdsl.kernels.config import (
     choice,
     partial_rotary,
 )
-from kvdsl.kernels.config import contract, plus, times
+from kvdsl.kernels.config import plus, times
 from kvdsl.kernels import rows
 from kvdsl.kernels.rows import RowConfig
 from kvdsl.nodes import walks, words
@@ -119,7 +119,7 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     extents = rows.row_extents(cfg, count, seq, plus(past, seq), cache_window(kb, cfg.window))
     extents |= {"present_key": present_rows, "present_value": present_rows}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+    return walks.vector_extents(with_contract(kernel, extents, {"seq >= 1": seq >= 1}))
 
 
 def _transforms_doc(cfg: RowConfig) -> str:

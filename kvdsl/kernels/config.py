@@ -27,7 +27,7 @@ from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
 from kvdsl.ir.builder import Val
-from kvdsl.ir.tree import Binary, Call, Expr, Kernel, Lit, Member, Name
+from kvdsl.ir.tree import Binary, Call, Expr, Lit
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import SCALARS, Scalar, i32, u32
 from kvdsl.nodes.formats import FORMATS, Format
@@ -612,31 +612,6 @@ def window_batches(rows: Val, heads: int, per_slice: Val, head_base: Val, batch_
     return minus(end, batch_base)
 
 
-def largest(binding: str) -> Expr:
-    """The largest value in an integer input buffer (``-1`` when it is empty)."""
-    return Member(Name(binding), "max")
-
-
 def emax(a: Val | Expr | int, b: Val | Expr | int) -> Expr:
     """``max(a, b)`` in the host's exact integers."""
     return Call(Op.MAX, (node(a), node(b)))
-
-
-def contract(
-    kernel: Kernel,
-    extents: dict[str, Val | Expr | int],
-    requires: dict[str, Val | Expr] | None = None,
-) -> Kernel:
-    """``kernel`` with its host-side contract: least element counts per binding and conditions.
-
-    Every binding must have an extent; ``requires`` maps a description (shown in the error) to
-    a condition over the params.
-    """
-    missing = [b.name for b in kernel.bindings if b.name not in extents]
-    if missing:
-        raise ValueError(f"kernel {kernel.name}: no extent for {', '.join(missing)}")
-    return dataclasses.replace(
-        kernel,
-        extents=tuple((name, node(e)) for name, e in extents.items()),
-        requires=tuple((text, node(c)) for text, c in (requires or {}).items()),
-    )

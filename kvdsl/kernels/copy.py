@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvdsl.ir import Kernel, KernelBuilder, u32
+from kvdsl.ir import Kernel, KernelBuilder, u32, with_contract
 from kvdsl.kernels.config import (
     COPY_WALKS,
     MAX_HIDDEN,
@@ -24,7 +24,7 @@ from kvdsl.kernels.config import (
     positive_int,
     require,
 )
-from kvdsl.kernels.config import contract, times
+from kvdsl.kernels.config import times
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 
@@ -72,7 +72,7 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     doc = "Copy the existing BNSH cache unchanged (dst index == src index)."
     kernel = kb.build(dispatch, doc)
     n = times(rows, head_dim)
-    return walks.vector_extents(contract(kernel, {b.name: n for b in kernel.bindings}))
+    return walks.vector_extents(with_contract(kernel, {b.name: n for b in kernel.bindings}))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, CopyConfig]:

@@ -33,7 +33,7 @@ from dataclasses import KW_ONLY, dataclass
 from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32
-from kvdsl.ir import vec
+from kvdsl.ir import vec, with_contract
 from kvdsl.kernels.config import (
     FLOATS,
     MAX_WORKGROUP,
@@ -45,7 +45,7 @@ from kvdsl.kernels.config import (
     format_choice,
     require,
 )
-from kvdsl.kernels.config import ceil_div, contract, plus, times
+from kvdsl.kernels.config import ceil_div, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms, declare_inputs, row_extents
 from kvdsl.kernels.dense_fields import (
@@ -417,7 +417,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     requires = {"keySeq >= 1": key_seq >= 1, "keySeq <= seq": key_seq <= seq}
     if not append:
         requires = {"seq >= 1": seq >= 1}
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(with_contract(kernel, extents, requires))
 
 
 def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
@@ -461,7 +461,7 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
     }
     if side is not None:
         extents["cache_scales"] = times(count, 2 * n)
-    return walks.vector_extents(contract(kernel, extents))
+    return walks.vector_extents(with_contract(kernel, extents))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:

@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32
-from kvdsl.kernels.config import Model, choice, contract, require, times
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32, with_contract
+from kvdsl.kernels.config import Model, choice, require, times
 from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, dense_rows, format_choice
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_quantised_rows
@@ -128,7 +128,7 @@ def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kerne
     if src_side is not None:
         extents["src_scales"] = times(count, 2 * src.stats)
     extents |= f.extents(count)
-    return walks.vector_extents(contract(kernel, extents))
+    return walks.vector_extents(with_contract(kernel, extents))
 
 
 def _scalar(source: Source):

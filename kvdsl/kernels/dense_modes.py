@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from kvdsl.ir import largest, with_contract
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, vec
 from kvdsl.kernels.config import (
     FLOATS,
@@ -50,7 +51,7 @@ from kvdsl.kernels.config import (
     require_rotary,
     require_rotary_vectors,
 )
-from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.config import ceil_div, emax, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
 from kvdsl.kernels.dense import dense_rows
@@ -243,7 +244,7 @@ def _word_pass(
     kernel = kb.build(dispatch, doc)
     extents = _cache_extents(cfg, count)
     extents["seqlens_k"] = ceil_div(count, cfg.kv_heads * seq)
-    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+    return walks.vector_extents(with_contract(kernel, extents, {"seq >= 1": seq >= 1}))
 
 
 def _cache_extents(cfg: DenseMoveConfig, rows: Val) -> dict[str, Any]:
@@ -386,7 +387,7 @@ def _quantising_shift(cfg: DenseWindowShiftConfig, name: str) -> Kernel:
         else:
             extents |= {t_: times(positions, cfg.half) for t_ in ROTARY_TABLES}
     requires = {f"{'seq' if every else 'keySeq'} >= 1": per_batch >= 1}
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(with_contract(kernel, extents, requires))
 
 
 def load_run(

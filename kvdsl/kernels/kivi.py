@@ -68,6 +68,7 @@ from kvdsl.ir import (
     convert,
     f32,
     i32,
+    largest,
     max_,
     pack2x16float,
     round_,
@@ -75,14 +76,13 @@ from kvdsl.ir import (
     u32,
     unpack2x16float,
     vec,
+    with_contract,
 )
 from kvdsl.kernels.config import (
     CacheConfig,
     Model,
     choice,
-    contract,
     emax,
-    largest,
     plus,
     require,
     times,
@@ -268,7 +268,7 @@ def kivi_append(cfg: KiviAppendConfig, name: str = "kivi_append") -> Kernel:
     kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
     new = times(batch_size, key_seq, heads, d)
     res = times(batch_size, heads, g, half)
-    return contract(
+    return with_contract(
         kernel,
         {"src_k": new, "src_v": new, "residual_k": res, "residual_v": res},
         {"keySeq <= GROUP": key_seq <= g},
@@ -386,7 +386,7 @@ def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
         extents["kivi_cache"] = times(count, seq, part)
         requires = {"flushGroup * GROUP + GROUP <= seq": flush * g + g <= seq}
     kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
-    return contract(kernel, extents, requires)
+    return with_contract(kernel, extents, requires)
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, KiviConfig]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, u32
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, u32, with_contract
 from kvdsl.ir.types import Type
 from kvdsl.kernels.config import (
     COPY_WALKS,
@@ -38,7 +38,7 @@ from kvdsl.kernels.config import (
     choice,
     require_window,
 )
-from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.config import ceil_div, times
 from kvdsl.kernels.rows import source_batches
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
@@ -172,7 +172,7 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     fits = "seq <= pastSeq + keySeq (the present holds the past rows, then the new tokens)"
     requires = {"seq >= 1": seq >= 1, fits: seq <= past_seq + key_seq}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(with_contract(kernel, extents, requires))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:

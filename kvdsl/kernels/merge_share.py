@@ -36,7 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Kernel, KernelBuilder
+from kvdsl.ir import Kernel, KernelBuilder, with_contract
 from kvdsl.kernels.config import (
     FLOATS,
     COPY_WALKS,
@@ -50,7 +50,7 @@ from kvdsl.kernels.config import (
     partial_rotary,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.config import ceil_div, times
 from kvdsl.kernels.merge import MovedRows, MovedTypes, moved_rows
 from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk
@@ -132,7 +132,7 @@ def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
         requires = {"keySeq >= 1": key_seq >= 1}
     extents |= {"present_key": cache, "present_value": cache}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(with_contract(kernel, extents, requires))
 
 
 def _retain(kb: KernelBuilder, cfg: MergeShareConfig) -> MovedRows:

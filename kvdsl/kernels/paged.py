@@ -11,7 +11,7 @@ from dataclasses import KW_ONLY, dataclass
 from enum import StrEnum
 from typing import Any
 
-from kvdsl.ir import Buffer, KernelBuilder, f32, u32
+from kvdsl.ir import Buffer, KernelBuilder, f32, largest, u32
 from kvdsl.ir.ops import Op
 from kvdsl.ir.tree import Binary
 from kvdsl.kernels.config import (
@@ -25,7 +25,7 @@ from kvdsl.kernels.config import (
     multiple_of,
     require,
 )
-from kvdsl.kernels.config import ceil_div, emax, format_choice, largest, plus, times
+from kvdsl.kernels.config import ceil_div, emax, format_choice, plus, times
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, require_rows_fit

@@ -26,10 +26,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, with_contract
 from kvdsl.ir.tree import Member, Name
 from kvdsl.kernels.rows import FlatRow, declare_inputs, flat_k, flat_k_loads, row_extents
-from kvdsl.kernels.config import ceil_div, contract
+from kvdsl.kernels.config import ceil_div
 from kvdsl.kernels.paged import (
     POOLS,
     Addressing,
@@ -211,7 +211,7 @@ def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     if q is not None:
         doc += "; each row's scale reduced in the kernel"
     kernel = kb.build(dispatch, doc + ".")
-    return walks.vector_extents(contract(kernel, *_append_contract(cfg, count, key_seq)))
+    return walks.vector_extents(with_contract(kernel, *_append_contract(cfg, count, key_seq)))
 
 
 def _append_contract(cfg: PagedAppendConfig, count: Val, key_seq: Val) -> tuple[dict, dict]:

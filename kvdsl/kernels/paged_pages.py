@@ -27,10 +27,10 @@ from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, lit, select, u32
+from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, largest, lit, select, u32, with_contract
 from kvdsl.kernels.dense import ScalePlace
 from kvdsl.kernels.config import KernelConfig, Model
-from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.config import ceil_div, emax, plus, times
 from kvdsl.kernels.paged import (
     PagedConfig,
     PagedFormat,
@@ -124,7 +124,7 @@ def paged_copy(cfg: PagedCopyConfig, name: str = "paged_copy") -> Kernel:
     kernel = kb.build(dispatch, "Copy whole pages of a paged cache: page dst <- page src.")
     extents: dict[str, Any] = {"page_pairs": times(count, 2)}
     extents |= pool_extents(cfg, _largest_page("page_pairs"))
-    return walks.vector_extents(contract(kernel, extents))
+    return walks.vector_extents(with_contract(kernel, extents))
 
 
 def _largest_page(binding: str) -> Any:
@@ -150,7 +150,7 @@ def paged_compact(cfg: PagedCompactConfig, name: str = "paged_compact") -> Kerne
     extents: dict[str, Any] = {"live_pages": count}
     extents |= pool_extents(cfg, _largest_page("live_pages"))
     extents |= pool_extents(cfg, count, COMPACT_POOLS, COMPACT_COMBINED, COMPACT_SCALES)
-    return walks.vector_extents(contract(kernel, extents))
+    return walks.vector_extents(with_contract(kernel, extents))
 
 
 def paged_window(cfg: PagedWindowConfig, name: str = "paged_window") -> Kernel:
@@ -174,7 +174,7 @@ def paged_window(cfg: PagedWindowConfig, name: str = "paged_window") -> Kernel:
     dispatch = Dispatch(count.node, cfg.workgroup_size, cfg.fold)
     kernel = kb.build(dispatch, "Slide a window over paged sequences: release whole pages.")
     extents = {"seqlens_k": ceil_div(count, max_pages), "page_table": count, "freed_pages": count}
-    return contract(kernel, extents, {"maxPages >= 1": max_pages >= 1})
+    return with_contract(kernel, extents, {"maxPages >= 1": max_pages >= 1})
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, KernelConfig]:

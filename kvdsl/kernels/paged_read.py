@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvdsl.ir import with_contract
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, i32, u32, vec
-from kvdsl.kernels.config import ceil_div, contract, times
+from kvdsl.kernels.config import ceil_div, times
 from kvdsl.kernels.paged import (
     LANES,
     Addressing,
@@ -93,7 +94,7 @@ def paged_read(cfg: PagedReadConfig, name: str = "paged_read") -> Kernel:
     else:
         extents["slot_mapping"] = ceil_div(count, cfg.kv_heads)
     extents |= pool_extents(cfg, pages_named(cfg, cfg.addressing))
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(with_contract(kernel, extents, requires))
 
 
 def _decoded_row(

@@ -43,9 +43,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, select, u32
+from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, select, u32, with_contract
 from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, PRESENT, ROTARY_TABLE, Element, Model
-from kvdsl.kernels.config import RowLayout, ceil_div, contract, times
+from kvdsl.kernels.config import RowLayout, ceil_div, times
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.qkv_config import QkvConfig
 from kvdsl.nodes import walks, words
@@ -273,7 +273,7 @@ def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         "qkv": times(f.count, cfg.head_dim),
         "q_out": times(batch, f.key_seq, cfg.q_heads * cfg.head_dim),
     }
-    return with_contract(kernel, cfg, cache, batch, f.key_seq, io)
+    return qkv_contract(kernel, cfg, cache, batch, f.key_seq, io)
 
 
 def bindings(kb: KernelBuilder, cfg: QkvConfig, cache: Target, q: Quantiser | None = None):
@@ -291,7 +291,7 @@ def bindings(kb: KernelBuilder, cfg: QkvConfig, cache: Target, q: Quantiser | No
     return src, weight, table, bias, q_out, present_key, present_value, side
 
 
-def with_contract(
+def qkv_contract(
     kernel: Kernel, cfg: QkvConfig, cache: Target, batch: Any, key_seq: Val, io: dict[str, Any]
 ) -> Kernel:
     """``kernel`` with its contract: ``io`` (the least sizes of ``qkv`` and ``q_out``), the
@@ -302,7 +302,7 @@ def with_contract(
     if cfg.bias:
         extents["qkv_bias"] = cfg.heads * cfg.head_dim
     more, requires = cache.extents(batch, key_seq)
-    return walks.vector_extents(contract(kernel, extents | more, requires))
+    return walks.vector_extents(with_contract(kernel, extents | more, requires))
 
 
 def as_u32(n: int) -> Val:

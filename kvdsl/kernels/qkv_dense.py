@@ -27,7 +27,7 @@ from kvdsl.ir.builder import Shared
 from kvdsl.ir import Kernel, KernelBuilder, Val, array, f32, select, vec
 from kvdsl.kernels.config import ceil_div, times
 from kvdsl.nodes.formats import Format
-from kvdsl.kernels.qkv import Frame, QkvConfig, describe, normed_rows, target, with_contract
+from kvdsl.kernels.qkv import Frame, QkvConfig, describe, normed_rows, target, qkv_contract
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.quantise import Destination, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
@@ -187,7 +187,7 @@ def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
         "qkv": times(tokens, cfg.heads * cfg.head_dim),
         "q_out": times(tokens, cfg.q_heads * cfg.head_dim),
     }
-    return with_contract(kernel, cfg, cache, batch, f.key_seq, io)
+    return qkv_contract(kernel, cfg, cache, batch, f.key_seq, io)
 
 
 def _rotated_k(

@@ -49,6 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvdsl.ir import with_contract
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
 from kvdsl.ir.tree import Binary, Call, Lit
 from kvdsl.ir.ops import Op
@@ -87,7 +88,7 @@ from kvdsl.kernels.config import (
     partial_rotary,
     require,
 )
-from kvdsl.kernels.config import ceil_div, contract, node, plus, times
+from kvdsl.kernels.config import ceil_div, node, plus, times
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.quant import (
@@ -377,7 +378,7 @@ def _contract(
         extents["seqlens_k"] = seqlens_extent(count, cfg.kv_heads, seq, win)
     extents |= {"present_key": present, "present_value": present}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return walks.vector_extents(contract(kernel, extents, {"seq >= 1": seq >= 1}))
+    return walks.vector_extents(with_contract(kernel, extents, {"seq >= 1": seq >= 1}))
 
 
 def _destination(

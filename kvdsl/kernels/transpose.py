@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec
+from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec, with_contract
 from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, multiple_of
 from kvdsl.kernels.config import require
-from kvdsl.kernels.config import contract, times, window_batches
+from kvdsl.kernels.config import times, window_batches
 from kvdsl.nodes import words
 from kvdsl.nodes.index import cache_window, flat_index
 
@@ -99,7 +99,7 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     if cfg.window:
         batches = window_batches(rows, cfg.kv_heads, kv_seq, win.head_base, win.batch_base)
         new = times(batches, kv_seq, hidden)
-    return contract(
+    return with_contract(
         kernel, {"key": new, "value": new, "present_key": items, "present_value": items}
     )
 

@@ -43,7 +43,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from kvdsl.ir import Kernel, KernelBuilder, Val
+from kvdsl.ir import Kernel, KernelBuilder, Val, largest, with_contract
 from kvdsl.kernels.config import (
     FLOATS,
     ROTARY_TABLE,
@@ -58,7 +58,7 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, contract, emax, largest, plus, times
+from kvdsl.kernels.config import ceil_div, emax, plus, times
 from kvdsl.kernels.merge import MovedTypes, moved_rows
 from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan
@@ -195,7 +195,7 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     extents |= {"present_key": present, "present_value": present}
     divisor = "keySeq" if region is ShiftRegion.APPEND else "seq"
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
-    return walks.vector_extents(contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1}))
+    return walks.vector_extents(with_contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1}))
 
 
 def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:

@@ -35,6 +35,7 @@ from kvdsl.ir import (
     convert,
     f32,
     i32,
+    largest,
     lit,
     max_,
     select,
@@ -43,7 +44,7 @@ from kvdsl.ir import (
 )
 from kvdsl.ir.tree import Binary, Call, Lit
 from kvdsl.kernels.attend.config import ROW_LOADS, V4, AttendConfig, CacheLayout
-from kvdsl.kernels.config import KV_SCALE, emax, largest, node, plus, times
+from kvdsl.kernels.config import KV_SCALE, emax, node, plus, times
 from kvdsl.nodes import paged, words
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.paged import Pool

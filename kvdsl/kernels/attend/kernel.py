@@ -15,10 +15,12 @@ from kvdsl.ir import (
     construct,
     f32,
     i32,
+    largest,
     max_,
     min_,
     select,
     u32,
+    with_contract,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.tree import Binary
@@ -35,7 +37,7 @@ from kvdsl.kernels.attend.config import (
     CacheLayout,
     RowLayout,
 )
-from kvdsl.kernels.config import contract, largest, node, plus, times
+from kvdsl.kernels.config import node, plus, times
 from kvdsl.nodes import rotation, walks, words
 from kvdsl.nodes.index import workgroup_flat
 from kvdsl.nodes.window import total_tokens
@@ -304,7 +306,7 @@ def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     if cache.capacity is not None:  # rows past it would be another head's or sequence's
         said, rows = cache.capacity
         requires[said] = Binary(Op.GE, node(rows), plus(largest("seqlens_k"), 1))
-    return walks.vector_extents(contract(kernel, extents, requires))
+    return walks.vector_extents(with_contract(kernel, extents, requires))
 
 
 def _scores(kb, cfg: AttendConfig, cache, b, hk, start, end, t, wg, q_sh, row_at, logits_of):

@@ -27,6 +27,7 @@ from kvdsl.ir import (
     convert,
     f32,
     i32,
+    largest,
     max_,
     min_,
     u32,
@@ -34,7 +35,7 @@ from kvdsl.ir import (
 )
 from kvdsl.kernels.attend.cache import Cache, FloatRows, Row
 from kvdsl.kernels.attend.config import KIVI_KEYS, V4, AttendConfig, CacheLayout
-from kvdsl.kernels.config import emax, largest, plus, times
+from kvdsl.kernels.config import emax, plus, times
 from kvdsl.kernels.kivi import PageParts, page_parts
 from kvdsl.nodes.words import splat
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from kvdsl.ir import with_contract
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, call, f32, max_, min_, select, u32
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.attend.config import HIDDEN, MERGE_CHUNKS, V4, AttendConfig
 from kvdsl.kernels.attend.kernel import row_index
-from kvdsl.kernels.config import contract, times
+from kvdsl.kernels.config import times
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import flat_index
 from kvdsl.nodes.words import splat
@@ -83,4 +84,4 @@ def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
     }
     if sinks is not None:
         extents["sinks"] = cfg.q_heads
-    return walks.vector_extents(contract(kernel, extents))
+    return walks.vector_extents(with_contract(kernel, extents))
