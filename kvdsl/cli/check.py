@@ -11,6 +11,7 @@ import argparse
 import json
 
 from kvdsl.cli.inputs import UsageError, read_wgsl, wgsl_file
+from kvdsl.cli.options import command
 from kvdsl.cli.text import escaped
 from kvdsl.ir import Kernel
 
@@ -95,7 +96,12 @@ def loop_notes(path: str, kernel: Kernel, lines: dict[int, int]) -> list[str]:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Parse, verify and validate WGSL files under naga and Tint; print every problem found."""
+    """Parse, verify and validate WGSL files (naga, Tint); note what an implementation was found to run wrong.
+
+    Parse and verify WGSL files, validate them under naga and Tint, and print every problem
+    found, then a note for each construct a WebGPU implementation was found to run otherwise
+    than WGSL says.
+    """
     from kvdsl.frontend import FrontendError
     from kvdsl.frontend.depth import TooDeep
     from kvdsl.ir.portability import ROUNDED_F16, naga_aborts
@@ -208,14 +214,7 @@ def checked_by(ran: list[str]) -> str:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``check`` to the subcommands ``sub``."""
-    s = sub.add_parser(
-        "check",
-        help="parse, verify and validate WGSL files (naga, Tint); note what an implementation "
-        "was found to run wrong",
-        description="Parse and verify WGSL files, validate them under naga and Tint, and print "
-        "every problem found, then a note for each construct a WebGPU implementation was found "
-        "to run otherwise than WGSL says.",
-    )
+    s = command(sub, cmd_check)
     s.add_argument("files", nargs="+", metavar="FILE.wgsl")
     s.add_argument(
         "--max-storage-buffers",
@@ -225,4 +224,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "default WebGPU's 8, or what a file's limits line states: kvdsl's own files and "
         "kvdsl legacy's output state theirs)",
     )
-    s.set_defaults(handler=cmd_check)

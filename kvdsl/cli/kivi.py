@@ -5,11 +5,22 @@ from __future__ import annotations
 
 import argparse
 
-from kvdsl.cli.options import count, positive
+from kvdsl.cli.options import command, count, positive
 
 
 def cmd_kivi(args: argparse.Namespace) -> int:
-    """Run the session; exit 1 on any mismatch."""
+    """Run a decode session over KIVI's cache and check every step.
+
+    Keep KIVI's 2-bit (or 4-bit) cache of a few sequences on the GPU (or in the interpreter): a
+    prompt, then one token a step, appended into the f16 residual and flushed into the quantised
+    groups (contiguous, or pages through a shuffled page table) whenever a group fills; every
+    step attends the new token's query over the cache through attend (its keys split into the
+    chunks plan picks, merged by attend_merge). Each flush's cache words are checked against the
+    reference's layout (a code a step off, as a GPU's division may round it, is accepted in a
+    few codes; stats bit for bit), each attention output against float64 attention over the
+    cache the device keeps (decoded by the reference), within the f32 bound of its logits plus
+    attend's tolerance (5e-5 of 1 + |x|).
+    """
     from kvdsl import interp
     from kvdsl.harness.kivi import session
 
@@ -42,20 +53,7 @@ def cmd_kivi(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``kivi`` to the subcommands ``sub``."""
-    s = sub.add_parser(
-        "kivi",
-        help="run a decode session over KIVI's cache and check every step",
-        description="Keep KIVI's 2-bit (or 4-bit) cache of a few sequences on the GPU (or in "
-        "the interpreter): a prompt, then one token a step, appended into the f16 residual and "
-        "flushed into the quantised groups (contiguous, or pages through a shuffled page table) "
-        "whenever a group fills; every step attends the new token's query over the cache through "
-        "attend (its keys split into the chunks plan picks, merged by attend_merge). Each "
-        "flush's cache words are checked against the reference's layout (a code a step off, as "
-        "a GPU's division may round it, is accepted in a few codes; stats bit for bit), each "
-        "attention output against float64 attention over the cache the device keeps (decoded by "
-        "the reference), within the f32 bound of its logits plus attend's tolerance (5e-5 of 1 + "
-        "|x|).",
-    )
+    s = command(sub, cmd_kivi)
     s.add_argument("--steps", type=count, default=1000, help="decode steps after the prompt")
     s.add_argument("--prompt", type=positive, default=37)
     s.add_argument("--batch", type=positive, default=2)
@@ -71,4 +69,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    "16 to 256")  # fmt: skip
     s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
     s.add_argument("--seed", type=count, default=21)
-    s.set_defaults(handler=cmd_kivi)

@@ -21,7 +21,7 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl.cli.inputs import UsageError, check_paged
-from kvdsl.cli.options import count, whole
+from kvdsl.cli.options import command, count, whole
 
 #: The most bytes of inputs ``kvdsl inputs`` writes (a shape past it is refused before any
 #: array is made).
@@ -179,7 +179,12 @@ def _json_value(v: Any) -> Any:
 
 
 def cmd_inputs(args: argparse.Namespace) -> int:
-    """Write a variant's inputs (.npz) and params (JSON) for a shape or a verification case."""
+    """Write a variant's inputs (.npz) and params (JSON) from its contract.
+
+    Write a catalog variant's inputs (an .npz, one array per binding) and params (a JSON object)
+    for `kvdsl run VARIANT --inputs X.npz --params P.json`: random values for a shape (--shape;
+    the integer inputs that address memory valid), or a verification case (--case).
+    """
     if (args.shape is None) == (args.case is None):
         raise UsageError("give --shape NAME=N,... (random inputs) or --case [N] (a verification "
                          "case), one of the two")  # fmt: skip
@@ -212,14 +217,7 @@ def cmd_inputs(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``inputs`` to the subcommands ``sub``."""
-    s = sub.add_parser(
-        "inputs",
-        help="write a variant's inputs (.npz) and params (JSON) from its contract",
-        description="Write a catalog variant's inputs (an .npz, one array per binding) and "
-        "params (a JSON object) for `kvdsl run VARIANT --inputs X.npz --params P.json`: random "
-        "values for a shape (--shape; the integer inputs that address memory valid), or a "
-        "verification case (--case).",
-    )
+    s = command(sub, cmd_inputs)
     s.add_argument("variant")
     s.add_argument(
         "--shape",
@@ -249,4 +247,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--inputs-out", metavar="FILE.npz", help="the inputs' file instead")
     s.add_argument("--params-out", metavar="FILE.json", help="the params' file instead")
-    s.set_defaults(handler=cmd_inputs)

@@ -1,10 +1,26 @@
-"""argparse types that name the option and the value when they refuse one."""
+"""argparse types that name the option and the value when they refuse one, and the subcommand
+of a handler."""
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import math
 from typing import Callable
+
+
+def command(
+    sub: argparse._SubParsersAction, handler: Callable[[argparse.Namespace], int], more: str = ""
+) -> argparse.ArgumentParser:
+    """The subcommand ``NAME`` that ``cmd_NAME`` runs, its texts the handler's docstring: the
+    first line its help (as argparse lists commands: lower case, no period), the rest its
+    description (and ``more``, text made at run time)."""
+    first, _, rest = inspect.cleandoc(handler.__doc__ or "").partition("\n\n")
+    help_ = first[:1].lower() + first[1:].removesuffix(".")
+    description = " ".join((rest + " " + more).split())
+    s = sub.add_parser(handler.__name__.removeprefix("cmd_"), help=help_, description=description)
+    s.set_defaults(handler=handler)
+    return s
 
 
 def whole(least: int = 0, most: int | None = None) -> Callable[[str], int]:

@@ -10,7 +10,7 @@ import numpy as np
 from kvdsl import catalog
 from kvdsl.cli.check import portability_notes
 from kvdsl.cli.loops import check_loop_cap, fresh_copies
-from kvdsl.cli.options import add_max_steps
+from kvdsl.cli.options import add_max_steps, command
 from kvdsl.cli.dispatch_line import file_dispatch, rule_workgroups
 from kvdsl.cli.inputs import (
     UsageError,
@@ -26,7 +26,11 @@ from kvdsl.ir.portability import LLVMPIPE_LOOP_TRIPS
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """Run a variant (or a WGSL file) on given inputs; write every read_write buffer."""
+    """Run a variant or a WGSL file on inputs from an .npz.
+
+    Run a catalog variant or a WGSL file on inputs from an .npz archive, on the GPU, in the
+    interpreter, or on both, comparing every read_write buffer.
+    """
     from kvdsl.contract import ContractError, check_requirements
     from kvdsl.runtime.contract import check_contract
     from kvdsl.runtime.inputs import check_inputs, shown
@@ -239,12 +243,7 @@ def tol_hint(needed: list[float]) -> str | None:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``run`` to the subcommands ``sub``."""
-    s = sub.add_parser(
-        "run",
-        help="run a variant or a WGSL file on inputs from an .npz",
-        description="Run a catalog variant or a WGSL file on inputs from an .npz archive, on the "
-        "GPU, in the interpreter, or on both, comparing every read_write buffer.",
-    )
+    s = command(sub, cmd_run)
     s.add_argument("variant", metavar="VARIANT|FILE.wgsl")
     s.add_argument("--inputs", required=True, help=".npz with one array per binding name")
     s.add_argument(
@@ -286,4 +285,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "bit for bit)",
     )
     add_max_steps(s)
-    s.set_defaults(handler=cmd_run)

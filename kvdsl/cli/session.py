@@ -13,7 +13,7 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl.cli.inputs import UsageError
-from kvdsl.cli.options import count, positive
+from kvdsl.cli.options import command, count, positive
 
 SCENARIOS = {
     "decode": "a prefill of ragged prompts, then STEPS decode steps of one token",
@@ -217,7 +217,13 @@ def _stats(xs: list[float]) -> str:
 
 
 def cmd_session(args: argparse.Namespace) -> int:
-    """Run the scenario; print per-step GPU time and host overhead by operation."""
+    """Run a scenario of chained cache operations and time each step.
+
+    Keep a model's KV cache (layers x batch x kv heads x capacity x head dim) in one format on
+    the GPU (or in the interpreter), run a scenario of operations on it through the kernels'
+    host contract, check it against a numpy oracle of the same session, and print each
+    operation's GPU time (timestamp queries) and host overhead.
+    """
     from kvdsl.session import GpuHost, InterpHost, PagedSession, PagedSpec, Session
     from kvdsl.session import SessionError, SessionMismatch, Spec, cache_format
 
@@ -377,15 +383,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     from kvdsl.session import FORMATS
     from kvdsl.session.paged_rows import ADDRESSING, LAYOUTS
 
-    s = sub.add_parser(
-        "session",
-        help="run a scenario of chained cache operations and time each step",
-        description="Keep a model's KV cache (layers x batch x kv heads x capacity x head dim) "
-        "in one format on the GPU (or in the interpreter), run a scenario of operations on it "
-        "through the kernels' host contract, check it against a numpy oracle of the same "
-        "session, and print each operation's GPU time (timestamp queries) and host overhead. "
-        + " ".join(f"{k}: {v}." for k, v in SCENARIOS.items()),
-    )
+    s = command(sub, cmd_session, " ".join(f"{k}: {v}." for k, v in SCENARIOS.items()))
     s.add_argument("--scenario", choices=tuple(SCENARIOS), default="decode")
     s.add_argument("--layers", type=positive, default=8)
     s.add_argument("--steps", type=count, default=256, help="operations after the prefill")
@@ -420,4 +418,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
                    help="compare with the oracle every N steps (0: at the end only)")  # fmt: skip
     s.add_argument("--seed", type=count, default=0)
     s.add_argument("--csv", help="write every step's GPU and host microseconds to this file")
-    s.set_defaults(handler=cmd_session)

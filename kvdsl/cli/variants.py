@@ -13,6 +13,7 @@ from pathlib import Path
 
 from kvdsl import catalog
 from kvdsl.cli.inputs import UsageError, load_json
+from kvdsl.cli.options import command
 
 
 def listed(pattern: str | None, mode: str | None) -> list[str]:
@@ -33,7 +34,10 @@ def listed(pattern: str | None, mode: str | None) -> list[str]:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    """List catalog variants (those matching the pattern and mode given)."""
+    """List catalog variants.
+
+    List catalog variants: each one's name, mode and config.
+    """
     names = listed(args.pattern, args.mode)
     if not names:
         which = " ".join(
@@ -55,7 +59,10 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    """Print one variant's WGSL."""
+    """Print a variant's WGSL.
+
+    Print a catalog variant's WGSL, after a header naming its config.
+    """
     from kvdsl.catalog_files import header
     from kvdsl.emit import emit
 
@@ -66,7 +73,11 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 
 def cmd_emit(args: argparse.Namespace) -> int:
-    """Write emitted/ (or check it is current)."""
+    """Write emitted/<variant>.wgsl and index.json.
+
+    Write one WGSL file per catalog variant and index.json (each variant's config and
+    interface), or check that a folder holds what would be written.
+    """
     from kvdsl import catalog_files
 
     out = Path(args.out)
@@ -87,7 +98,11 @@ def cmd_emit(args: argparse.Namespace) -> int:
 
 
 def cmd_legacy(args: argparse.Namespace) -> int:
-    """Print the WGSL kvdsl emits for the legacy template's variables."""
+    """kvdsl's WGSL for the legacy template's variables.
+
+    Print the WGSL kvdsl emits for the legacy template's variables: the drop-in kernel, with the
+    template's bindings, params and dispatch.
+    """
     from kvdsl.catalog_files import dispatch_line, limits_line
     from kvdsl.emit import emit
     from kvdsl.kernels.rows import RowConfig
@@ -139,11 +154,7 @@ def cmd_legacy(args: argparse.Namespace) -> int:
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``list``, ``show``, ``emit`` and ``legacy`` to the subcommands ``sub``."""
-    s = sub.add_parser(
-        "list",
-        help="list catalog variants",
-        description="List catalog variants: each one's name, mode and config.",
-    )
+    s = command(sub, cmd_list)
     s.add_argument(
         "pattern",
         nargs="?",
@@ -153,29 +164,12 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     )
     s.add_argument("--mode", metavar="M", help="only variants of mode M (docs/modes.md)")
     s.add_argument("--json", action="store_true", help="configs as JSON")
-    s.set_defaults(handler=cmd_list)
-    s = sub.add_parser(
-        "show",
-        help="print a variant's WGSL",
-        description="Print a catalog variant's WGSL, after a header naming its config.",
-    )
+    s = command(sub, cmd_show)
     s.add_argument("variant")
-    s.set_defaults(handler=cmd_show)
-    s = sub.add_parser(
-        "emit",
-        help="write emitted/<variant>.wgsl and index.json",
-        description="Write one WGSL file per catalog variant and index.json (each variant's "
-        "config and interface), or check that a folder holds what would be written.",
-    )
+    s = command(sub, cmd_emit)
     s.add_argument("--out", default="emitted", help="output folder (default: emitted)")
     s.add_argument("--check", action="store_true", help="fail with a diff if the folder is stale")
-    s.set_defaults(handler=cmd_emit)
-    s = sub.add_parser(
-        "legacy",
-        help="kvdsl's WGSL for the legacy template's variables",
-        description="Print the WGSL kvdsl emits for the legacy template's variables: the "
-        "drop-in kernel, with the template's bindings, params and dispatch.",
-    )
+    s = command(sub, cmd_legacy)
     s.add_argument("--vars", required=True, help="JSON object of template variables (or a file)")
     s.add_argument(
         "--subgroups",
@@ -190,4 +184,3 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
         "the quantising kernels with rotary keep the template's 9 or 10 bindings where N allows "
         "them, else bind the packed 8 (rotary_table, kv_scale)",
     )
-    s.set_defaults(handler=cmd_legacy)

@@ -8,7 +8,7 @@ import sys
 
 from kvdsl import catalog
 from kvdsl.cli.inputs import UsageError
-from kvdsl.cli.options import add_max_steps, count, positive
+from kvdsl.cli.options import add_max_steps, command, count, positive
 
 
 def _progress(done: int, total: int, label: str) -> None:
@@ -22,7 +22,11 @@ def _progress(done: int, total: int, label: str) -> None:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    """Verify catalog variants: interpreter vs reference, GPU vs interpreter."""
+    """Verify catalog variants on random shapes.
+
+    Verify catalog variants on random shapes: the interpreter against the reference, then the
+    GPU against the interpreter, bit for bit where WGSL is exact.
+    """
     from kvdsl.harness import CASES, verify_variant
 
     names = args.variants or list(catalog.VARIANTS)
@@ -93,15 +97,9 @@ COLUMNS = (
 
 def add_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``verify`` to the subcommands ``sub``."""
-    s = sub.add_parser(
-        "verify",
-        help="verify catalog variants on random shapes",
-        description="Verify catalog variants on random shapes: the interpreter against the "
-        "reference, then the GPU against the interpreter, bit for bit where WGSL is exact.",
-    )
+    s = command(sub, cmd_verify)
     s.add_argument("variants", nargs="*", metavar="VARIANT", help="default: the whole catalog")
     s.add_argument("--cases", type=positive, default=3, help="random cases per variant (default 3)")
     s.add_argument("--seed", type=count, default=0, help="random seed, 0 or more (default 0)")
     s.add_argument("--skip", action="append", choices=("interp", "gpu"), help="leave a backend out")
     add_max_steps(s)
-    s.set_defaults(handler=cmd_verify)
