@@ -10,6 +10,8 @@ for the modes of the row program), each field's check written once. Text from a 
 field, the value and what is allowed.
 :mod:`~kvdsl.kernels.plan` makes the walk decisions from a whole config (which walk, pairs or
 not, the workgroup size, the whole-rows workgroup rule), so the nodes never see a config.
+:mod:`~kvdsl.kernels.extents` writes the host-side arithmetic of a kernel's contract (its
+bindings' least sizes and its requirements over the params).
 Programs that declare the same things before their walk share a frame that declares them once:
 :class:`~kvdsl.kernels.dense.DenseRows` for the dense quantising writers (``dense_append``,
 ``dense_build``, ``dense_window_shift``'s appending regions, ``dense_convert``) and

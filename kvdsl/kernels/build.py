@@ -38,7 +38,8 @@ from kvdsl.kernels.config import (
     choice,
     partial_rotary,
 )
-from kvdsl.kernels.config import plus, times
+from kvdsl.kernels.extents import plus, times
+
 from kvdsl.kernels import rows
 from kvdsl.kernels.rows import RowConfig
 from kvdsl.nodes import walks, words

@@ -26,10 +26,7 @@ from dataclasses import KW_ONLY, dataclass
 from enum import Enum, IntEnum, StrEnum
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
 
-from kvdsl.ir.builder import Val
-from kvdsl.ir.tree import Binary, Call, Expr, Lit
-from kvdsl.ir.ops import Op
-from kvdsl.ir.types import SCALARS, Scalar, i32, u32
+from kvdsl.ir.types import SCALARS, Scalar
 from kvdsl.nodes.formats import FORMATS, Format
 
 if TYPE_CHECKING:
@@ -567,51 +564,3 @@ def from_dict(cls: type[KernelConfig], data: dict[str, Any]) -> KernelConfig:
         required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         require(not required or f.name in data, f.name, None, f"a value (required by {what})")
     return cls(**data)
-
-
-# ---- the host-side contract: what a kernel touches for given params -----------------------------
-
-
-def node(x: Val | Expr | int) -> Expr:
-    """The expression of a builder value, or an exact literal for a Python int."""
-    if isinstance(x, Val):
-        return x.node
-    if isinstance(x, int):
-        return Lit(x, i32 if x < 0 else u32)
-    return x
-
-
-def ceil_div(a: Val | Expr | int, b: Val | Expr | int) -> Expr:
-    """``ceil(a / b)`` as host-side integer arithmetic (``b >= 1`` must be required)."""
-    a, b = node(a), node(b)
-    return Binary(Op.DIV, Binary(Op.SUB, Binary(Op.ADD, a, b), Lit(1, u32)), b)
-
-
-def times(*xs: Val | Expr | int) -> Expr:
-    """The product of ``xs``."""
-    out = node(xs[0])
-    for x in xs[1:]:
-        out = Binary(Op.MUL, out, node(x))
-    return out
-
-
-def plus(a: Val | Expr | int, b: Val | Expr | int) -> Expr:
-    """``a + b`` in the host's exact integers."""
-    return Binary(Op.ADD, node(a), node(b))
-
-
-def minus(a: Val | Expr | int, b: Val | Expr | int) -> Expr:
-    """``a - b`` in the host's exact integers."""
-    return Binary(Op.SUB, node(a), node(b))
-
-
-def window_batches(rows: Val, heads: int, per_slice: Val, head_base: Val, batch_base: Val) -> Expr:
-    """The batches of a BSH source a window's ``rows`` rows (``per_slice`` rows per slice, from
-    slice ``headBase`` on) touch, from the bound range's first batch ``batchBase`` on."""
-    end = ceil_div(plus(times(head_base, per_slice), rows), heads * per_slice)
-    return minus(end, batch_base)
-
-
-def emax(a: Val | Expr | int, b: Val | Expr | int) -> Expr:
-    """``max(a, b)`` in the host's exact integers."""
-    return Call(Op.MAX, (node(a), node(b)))

@@ -24,7 +24,8 @@ from kvdsl.kernels.config import (
     positive_int,
     require,
 )
-from kvdsl.kernels.config import times
+from kvdsl.kernels.extents import times
+
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words
 

@@ -45,7 +45,8 @@ from kvdsl.kernels.config import (
     format_choice,
     require,
 )
-from kvdsl.kernels.config import ceil_div, plus, times
+from kvdsl.kernels.extents import ceil_div, plus, times
+
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms, declare_inputs, row_extents
 from kvdsl.kernels.dense_fields import (

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32, with_contract
-from kvdsl.kernels.config import Model, choice, require, times
+from kvdsl.kernels.config import Model, choice, require
+from kvdsl.kernels.extents import times
 from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, dense_rows, format_choice
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_quantised_rows

@@ -51,7 +51,8 @@ from kvdsl.kernels.config import (
     require_rotary,
     require_rotary_vectors,
 )
-from kvdsl.kernels.config import ceil_div, emax, plus, times
+from kvdsl.kernels.extents import ceil_div, emax, plus, times
+
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
 from kvdsl.kernels.dense import dense_rows

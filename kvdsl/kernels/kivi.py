@@ -82,11 +82,9 @@ from kvdsl.kernels.config import (
     CacheConfig,
     Model,
     choice,
-    emax,
-    plus,
     require,
-    times,
 )
+from kvdsl.kernels.extents import emax, plus, times
 from kvdsl.ir.tree import Expr
 from kvdsl.kernels.paged import require_page_size
 from kvdsl.nodes.index import flat_index

@@ -38,7 +38,8 @@ from kvdsl.kernels.config import (
     choice,
     require_window,
 )
-from kvdsl.kernels.config import ceil_div, times
+from kvdsl.kernels.extents import ceil_div, times
+
 from kvdsl.kernels.rows import source_batches
 from kvdsl.kernels.plan import VectorWalk
 from kvdsl.nodes import walks, words

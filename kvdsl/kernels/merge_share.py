@@ -50,7 +50,8 @@ from kvdsl.kernels.config import (
     partial_rotary,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, times
+from kvdsl.kernels.extents import ceil_div, times
+
 from kvdsl.kernels.merge import MovedRows, MovedTypes, moved_rows
 from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk

@@ -25,7 +25,8 @@ from kvdsl.kernels.config import (
     multiple_of,
     require,
 )
-from kvdsl.kernels.config import ceil_div, emax, format_choice, plus, times
+from kvdsl.kernels.extents import ceil_div, emax, plus, times
+from kvdsl.kernels.config import format_choice
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, require_rows_fit

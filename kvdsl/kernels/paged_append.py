@@ -26,10 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvdsl.kernels.extents import ceil_div
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, with_contract
 from kvdsl.ir.tree import Member, Name
 from kvdsl.kernels.rows import FlatRow, declare_inputs, flat_k, flat_k_loads, row_extents
-from kvdsl.kernels.config import ceil_div
+
 from kvdsl.kernels.paged import (
     POOLS,
     Addressing,

@@ -30,7 +30,8 @@ from typing import Any
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, largest, lit, select, u32, with_contract
 from kvdsl.kernels.dense import ScalePlace
 from kvdsl.kernels.config import KernelConfig, Model
-from kvdsl.kernels.config import ceil_div, emax, plus, times
+from kvdsl.kernels.extents import ceil_div, emax, plus, times
+
 from kvdsl.kernels.paged import (
     PagedConfig,
     PagedFormat,

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvdsl.kernels.extents import ceil_div, times
 from kvdsl.ir import with_contract
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, i32, u32, vec
-from kvdsl.kernels.config import ceil_div, times
+
 from kvdsl.kernels.paged import (
     LANES,
     Addressing,

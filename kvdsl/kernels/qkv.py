@@ -45,7 +45,8 @@ from typing import Any, Callable
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, lit, select, u32, with_contract
 from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, PRESENT, ROTARY_TABLE, Element, Model
-from kvdsl.kernels.config import RowLayout, ceil_div, times
+from kvdsl.kernels.extents import ceil_div, times
+from kvdsl.kernels.config import RowLayout
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.qkv_config import QkvConfig
 from kvdsl.nodes import walks, words

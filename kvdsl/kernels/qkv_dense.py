@@ -23,9 +23,10 @@ from __future__ import annotations
 import functools
 from contextlib import nullcontext
 
+from kvdsl.kernels.extents import ceil_div, times
 from kvdsl.ir.builder import Shared
 from kvdsl.ir import Kernel, KernelBuilder, Val, array, f32, select, vec
-from kvdsl.kernels.config import ceil_div, times
+
 from kvdsl.nodes.formats import Format
 from kvdsl.kernels.qkv import Frame, QkvConfig, describe, normed_rows, target, qkv_contract
 from kvdsl.nodes import walks, words

@@ -39,7 +39,8 @@ from kvdsl.kernels.config import (
     choice,
     require,
 )
-from kvdsl.kernels.config import times
+from kvdsl.kernels.extents import times
+
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.paged import (
     PageFields,

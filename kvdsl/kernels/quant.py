@@ -88,7 +88,8 @@ from kvdsl.kernels.config import (
     partial_rotary,
     require,
 )
-from kvdsl.kernels.config import ceil_div, node, plus, times
+from kvdsl.kernels.extents import ceil_div, node, plus, times
+
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import bnsh, cache_window
 from kvdsl.nodes.quant import (

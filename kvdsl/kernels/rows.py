@@ -37,7 +37,8 @@ from kvdsl.kernels.config import (
     require_window,
     walk_workgroup,
 )
-from kvdsl.kernels.config import ceil_div, plus, times, window_batches
+from kvdsl.kernels.extents import ceil_div, plus, times, window_batches
+
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan, require_whole_rows
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import CacheWindow, bsh, cache_window, split_rows

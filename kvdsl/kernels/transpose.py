@@ -16,8 +16,9 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec, with_contract
 from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, multiple_of
+from kvdsl.kernels.extents import times, window_batches
 from kvdsl.kernels.config import require
-from kvdsl.kernels.config import times, window_batches
+
 from kvdsl.nodes import words
 from kvdsl.nodes.index import cache_window, flat_index
 

@@ -58,7 +58,8 @@ from kvdsl.kernels.config import (
     require,
     require_rotary,
 )
-from kvdsl.kernels.config import ceil_div, emax, plus, times
+from kvdsl.kernels.extents import ceil_div, emax, plus, times
+
 from kvdsl.kernels.merge import MovedTypes, moved_rows
 from kvdsl.kernels.rows import seqlens_extent, source_batches
 from kvdsl.kernels.plan import RotaryWalk, WalkPlan

@@ -44,7 +44,8 @@ from kvdsl.ir import (
 )
 from kvdsl.ir.tree import Binary, Call, Lit
 from kvdsl.kernels.attend.config import ROW_LOADS, V4, AttendConfig, CacheLayout
-from kvdsl.kernels.config import KV_SCALE, emax, node, plus, times
+from kvdsl.kernels.config import KV_SCALE
+from kvdsl.kernels.extents import emax, node, plus, times
 from kvdsl.nodes import paged, words
 from kvdsl.nodes.formats import Format
 from kvdsl.nodes.paged import Pool

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 
+from kvdsl.kernels.extents import node, plus, times
 from kvdsl.ir import (
     Dispatch,
     Kernel,
@@ -37,7 +38,7 @@ from kvdsl.kernels.attend.config import (
     CacheLayout,
     RowLayout,
 )
-from kvdsl.kernels.config import node, plus, times
+
 from kvdsl.nodes import rotation, walks, words
 from kvdsl.nodes.index import workgroup_flat
 from kvdsl.nodes.window import total_tokens

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvdsl.kernels.extents import emax, plus, times
 from kvdsl.ir import (
     Buffer,
     KernelBuilder,
@@ -35,7 +36,7 @@ from kvdsl.ir import (
 )
 from kvdsl.kernels.attend.cache import Cache, FloatRows, Row
 from kvdsl.kernels.attend.config import KIVI_KEYS, V4, AttendConfig, CacheLayout
-from kvdsl.kernels.config import emax, plus, times
+
 from kvdsl.kernels.kivi import PageParts, page_parts
 from kvdsl.nodes.words import splat
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from kvdsl.kernels.extents import times
 from kvdsl.ir import with_contract
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, call, f32, max_, min_, select, u32
 from kvdsl.ir.ops import Op
 from kvdsl.kernels.attend.config import HIDDEN, MERGE_CHUNKS, V4, AttendConfig
 from kvdsl.kernels.attend.kernel import row_index
-from kvdsl.kernels.config import times
+
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.index import flat_index
 from kvdsl.nodes.words import splat
