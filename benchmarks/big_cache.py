@@ -35,9 +35,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from kvdsl import catalog, reference  # noqa: E402
-from kvdsl.harness.cases import Case, values  # noqa: E402
-from kvdsl.harness.compare import poison  # noqa: E402
+from kvdsl.harness.cases import Case  # noqa: E402
 from kvdsl.kernels.config import window_bindings  # noqa: E402
+from kvdsl.reference.judge import poison, values  # noqa: E402
 from kvdsl.runtime.layout import to_storage  # noqa: E402
 from kvdsl.runtime.windows import Limits, plan_windows, run_windows  # noqa: E402
 

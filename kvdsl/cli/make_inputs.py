@@ -83,8 +83,8 @@ def from_shape(
     from kvdsl.contract import entry
     from kvdsl.contract.expr import evaluate
     from kvdsl.contract.index import ContractError, check_requirements
-    from kvdsl.harness.compare import poison
     from kvdsl.harness.shaped import ShapeError, shaped_inputs
+    from kvdsl.reference.judge import poison
 
     cfg, kernel = catalog.config(variant), catalog.build(variant)
     e = entry(kernel, cfg)

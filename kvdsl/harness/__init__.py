@@ -19,7 +19,6 @@ from kvdsl.harness import qkv_paged as _qkv_paged  # noqa: F401  (and paged_qkv'
 from kvdsl.harness import attend as _attend  # noqa: F401  (and attend's and attend_merge's)
 from kvdsl.harness import kivi as _kivi  # noqa: F401  (and kivi_append's and kivi_flush's)
 from kvdsl.harness.cases import CASES, Case, cases_for
-from kvdsl.harness.compare import compare, poison
 from kvdsl.harness.runner import Result, verify_variant
 
-__all__ = ["CASES", "Case", "Result", "cases_for", "compare", "poison", "verify_variant"]
+__all__ = ["CASES", "Case", "Result", "cases_for", "verify_variant"]

@@ -21,8 +21,9 @@ partials mean the reference.
 Tolerances, against the reference and the GPU against the interpreter alike: ``exp`` and
 ``tanh`` are approximate on a GPU (WGSL: ``exp`` within ``3 + 2|x|`` ULP, a few ULP for the
 logit differences here), and the f32 dot products over ``head_dim`` and sums over the keys
-round; outputs are weighted means of values below 2, so :data:`TOL` (relative to ``1 + |x|``)
-bounds both. An f16 output rounds to half precision: :data:`F16_TOL`.
+round; outputs are weighted means of values below 2, so
+:data:`~kvdsl.reference.judge.ATTENTION_TOL` (relative to ``1 + |x|``) bounds both. An f16
+output rounds to half precision: :data:`~kvdsl.reference.judge.ATTENTION_F16_TOL`.
 """
 
 from __future__ import annotations
@@ -33,20 +34,15 @@ from typing import Any
 import numpy as np
 
 from kvdsl.harness.attend_cache import KiviCache, encode, kivi_cache
-from kvdsl.harness.cases import Case, case_generator, values
-from kvdsl.harness.compare import poison
+from kvdsl.harness.cases import Case, case_generator
 from kvdsl.kernels.attend import HIDDEN, AttendConfig, CacheLayout, RowLayout, plan
 from kvdsl.kernels.attend_variants import row_blocks
 from kvdsl.kernels.config import Element
 from kvdsl.kernels.paged import Pool
 from kvdsl.reference.attention import attention, visible
+from kvdsl.reference.judge import ATTENTION_F16_TOL, ATTENTION_TOL, poison, values
 from kvdsl.reference.paged import pool_arrays
 from kvdsl.reference.rotation import rotation
-
-#: f32 outputs and partials against the reference (and the GPU against the interpreter).
-TOL = 5e-5
-#: f16 outputs: half precision's rounding (2^-11 relative) and :data:`TOL`.
-F16_TOL = 1e-3
 
 
 @dataclass
@@ -235,7 +231,7 @@ def _kivi(cfg: AttendConfig, rng: np.random.Generator, p: Problem, queries: int)
 
 
 def _tolerance(cfg: AttendConfig) -> float:
-    return F16_TOL if cfg.o_type is Element.F16 else TOL
+    return ATTENTION_F16_TOL if cfg.o_type is Element.F16 else ATTENTION_TOL
 
 
 @case_generator("attend")
@@ -310,7 +306,7 @@ def attend_case(cfg: AttendConfig, rng: np.random.Generator, i: int) -> AttendCa
         parts = partials(p, chunk, chunks).astype(np.float32).reshape(-1)
         expected = {"output": buffers["output"], "partials": parts}
         written = {"output": np.zeros(out.size, bool)}
-    tol = {"output": _tolerance(cfg), "partials": TOL}
+    tol = {"output": _tolerance(cfg), "partials": ATTENTION_TOL}
     return AttendCase(shape, buffers, params, expected, written, tol, problem=p, attention=want)
 
 

@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from kvdsl.harness.cases import values
-from kvdsl.harness.compare import poison
 from kvdsl.kernels.attend import AttendConfig, CacheLayout
 from kvdsl.kernels.paged import Pool
 from kvdsl.reference import elementwise as ew
 from kvdsl.reference import formats as fm
 from kvdsl.reference import kivi
+from kvdsl.reference.judge import poison, values
 from kvdsl.reference.modes import Quant
 
 
@@ -96,7 +95,7 @@ def random_cache(
     cfg: AttendConfig, shape: dict[str, int], rng: np.random.Generator
 ) -> dict[str, np.ndarray]:
     """The bindings of a quantised cache of ``shape`` (``kvdsl inputs``): every row of the
-    contiguous cache or of the pool's pages random values (:func:`kvdsl.harness.cases.values`)
+    contiguous cache or of the pool's pages random values (:func:`kvdsl.reference.judge.values`)
     encoded (:func:`encode`), the side scales in the rows' order (a page's scale rows are in
     its layout, as its value rows are), the template's ``kv_scale`` per channel or not as
     ``perChannel`` says."""

@@ -10,16 +10,16 @@ must write (the rest must keep the poison).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.harness.compare import compare, compare_quantized, poison
 from kvdsl.ir.types import SCALARS
 from kvdsl.kernels.config import KernelConfig, window_bindings
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.transpose import TransposeConfig
+from kvdsl.reference.judge import compare, compare_quantized, poison, values
 
 #: Arrays by name: a case's buffers, its expected outputs, a run's outputs.
 Arrays = dict[str, np.ndarray]
@@ -83,17 +83,6 @@ class Case:
             else:
                 err, problem = compare(got[name], expected, tolerance.get(name, 0.0), mask)
             yield name, err, problem
-
-
-def values(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any) -> np.ndarray:
-    """Random non-zero values of ``dtype``: floats in ±[0.25, 2), integers over their full range."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        mag = rng.uniform(0.25, 2.0, shape)
-        return (mag * rng.choice([-1.0, 1.0], shape)).astype(dtype)
-    info = np.iinfo(dtype)
-    x = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True).astype(dtype)
-    return np.where(x == 0, dtype.type(1), x)
 
 
 def flat(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:

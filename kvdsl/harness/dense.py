@@ -17,25 +17,23 @@ import numpy as np
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from kvdsl.harness.cases import Arrays, Case, case_generator, dtype, flat, values
-from kvdsl.harness.compare import compare, compare_quantized, poison
+from kvdsl.harness.cases import Arrays, Case, case_generator, dtype, flat
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.kernels.dense import DenseAppendConfig, DenseBuildConfig, DenseReadConfig
 from kvdsl.reference import formats as fm
+from kvdsl.reference.judge import compare, compare_rows, poison, values
 from kvdsl.reference.modes import KNorm, Rotary
 
 CACHE = ("present_key", "present_value")
-#: Relative tolerance of a stored scale where codes may move (:class:`DenseCase`): a few f32
-#: ulps, or one f16 ulp (ggml's scales, rounded from an f32 that may be an ulp apart).
-SCALE_TOL = {"f32": 2.0**-18, "f16": 2.0**-10}  # 32 f32 ulps; one f16 ulp
 
 
 @dataclass
 class DenseCase(Case):
     """A case whose cache outputs (``layout``: name → (format, head dim, inline)) are rows of
     packed words. They must match bit for bit, except those named in the quantised outputs:
-    there the written rows are taken apart (:func:`kvdsl.reference.formats.row_fields`) and
-    their codes may move by one step in a few elements, their scales by :data:`SCALE_TOL`."""
+    there the written rows are taken apart (:func:`kvdsl.reference.judge.compare_rows`) and
+    their codes may move by one step in a few elements, their scales by
+    :data:`~kvdsl.reference.judge.SCALE_TOL`."""
 
     layout: dict[str, tuple[Any, int, bool]] = field(default_factory=dict)
 
@@ -50,30 +48,8 @@ class DenseCase(Case):
             mask = self.written.get(name)
             err, problem = compare(got[name], expected, 0.0, mask)
             if problem and err != float("inf") and name in codes:
-                err, problem = _decoded(got[name], expected, mask, *self.layout[name])
+                err, problem = compare_rows(got[name], expected, mask, *self.layout[name])
             yield name, err, problem
-
-
-def _decoded(
-    got: np.ndarray, want: np.ndarray, mask: np.ndarray | None, fmt: Any, d: int, inline: bool
-) -> tuple[float, str]:
-    """Written rows of ``got`` against ``want``: codes within one step in a few elements,
-    scales within :data:`SCALE_TOL`."""
-    n = fm.row_words(fmt, d, inline)
-    g, w = got.reshape(-1, n), np.asarray(want, np.uint32).reshape(-1, n)
-    rows = np.ones(len(g), bool) if mask is None else np.asarray(mask).reshape(-1, n)[:, 0]
-    (gs, gc), (ws, wc) = fm.row_fields(fmt, g[rows], d, inline), fm.row_fields(
-        fmt, w[rows], d, inline
-    )
-    err, problem = compare_quantized(gc.reshape(-1), wc.reshape(-1), 8)
-    with np.errstate(all="ignore"):
-        rel = np.abs(gs.astype(np.float64) - ws) / np.maximum(np.abs(ws), 1e-30)
-    tol = SCALE_TOL["f16" if fm.is_ggml(fmt) else "f32"]
-    bad = ~(rel <= tol) & ~(gs == ws) & ~(np.isnan(gs) & np.isnan(ws))  # moved words: NaN too
-    if bad.any():
-        i = tuple(np.argwhere(bad)[0])
-        return err, f"{int(bad.sum())} scales differ, first {gs[i]!r} != {ws[i]!r}"
-    return err, problem
 
 
 def _rows(rng: np.random.Generator, shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:

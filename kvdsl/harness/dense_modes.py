@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
-from kvdsl.harness.compare import poison
+from kvdsl.harness.cases import Case, case_generator, dtype, flat
 from kvdsl.harness.dense import CACHE, DenseCase
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.kernels.dense_convert import DenseConvertConfig
@@ -29,6 +28,7 @@ from kvdsl.kernels.dense_modes import (
 from kvdsl.reference import dense_modes as dm
 from kvdsl.kernels.config import ROTARY_TABLE
 from kvdsl.reference.formats import DenseWritten, quantize_rows
+from kvdsl.reference.judge import poison, values
 from kvdsl.reference.modes import Rotary
 
 

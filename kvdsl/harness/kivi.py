@@ -12,9 +12,7 @@ from typing import Iterator
 
 import numpy as np
 
-from kvdsl.harness.attend import TOL
 from kvdsl.harness.cases import Arrays, Case, case_generator
-from kvdsl.harness.compare import POISON_BITS, compare, compare_quantized
 from kvdsl.kernels.attend import AttendConfig, CacheLayout, attend, attend_merge, plan
 from kvdsl.kernels.kivi import (
     KiviAppendConfig,
@@ -24,6 +22,7 @@ from kvdsl.kernels.kivi import (
     kivi_flush,
 )
 from kvdsl.reference import kivi
+from kvdsl.reference.judge import ATTENTION_TOL, POISON_BITS, compare, compare_quantized
 
 F16, F32 = np.float16, np.float32
 POISON = POISON_BITS[4]
@@ -101,7 +100,7 @@ def pool_difference(
 ) -> tuple[float, str]:
     """``(largest error, problem)`` of a pool of code and stat words (``codes`` marks the code
     words) judged as the contiguous cache's arrays are: the code words by
-    :func:`~kvdsl.harness.compare.compare_quantized` (each code within one step, at most a few
+    :func:`~kvdsl.reference.judge.compare_quantized` (each code within one step, at most a few
     moved: a GPU's ``(x - min) * (1 / scale)`` may round the other way), the stat words bit for
     bit; with ``mask``, the words outside it must still hold the poison."""
     err, problem = compare(got, want, 0.0, mask)
@@ -252,19 +251,19 @@ def attention_bound(
     rows ``back_k``, ``back_v`` ``[T, D]``: a logit summed over ``D`` products in f32 is off by
     at most ``D u`` of its products' magnitudes (``u = 2^-24``), and a logit off by ``e`` moves
     the output's channel ``c`` by at most ``e`` times the largest ``|v_jc - want_c|``; plus
-    :data:`kvdsl.harness.attend.TOL` of ``1 + |want|``, the attend cases' allowance for a GPU's
+    :data:`kvdsl.reference.judge.ATTENTION_TOL` of ``1 + |want|``, the attend cases' allowance for a GPU's
     approximate ``exp`` and its f32 sums. Positive everywhere; a wrong page or a dropped group
     moves an output by a fair part of its values' spread (order 1), far past it."""
     u = 2.0**-24
     spread = np.abs(back_k) @ np.abs(q.astype(np.float64)) * scale
     logit_error = back_k.shape[1] * u * spread.max()
-    return logit_error * np.abs(back_v - want).max(axis=0) + TOL * (1 + np.abs(want))
+    return logit_error * np.abs(back_v - want).max(axis=0) + ATTENTION_TOL * (1 + np.abs(want))
 
 
 def words_off(got: np.ndarray, want: np.ndarray, codes: np.ndarray, bits: int) -> np.ndarray:
     """Which cache words ``got`` are off the reference's ``want`` (flat u32, ``codes`` marking
     the code words): the words the reference wrote codes to may hold codes a step away (a
-    GPU's rounding), a few of them (:func:`~kvdsl.harness.compare.compare_quantized`'s rule
+    GPU's rounding), a few of them (:func:`~kvdsl.reference.judge.compare_quantized`'s rule
     over them all; past it, every one that differs is off); every other word (stats, the
     poison of words no group reaches) bit for bit."""
     differ = got != want

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.harness.cases import Case, case_generator, dtype, values
-from kvdsl.harness.compare import poison
+from kvdsl.harness.cases import Case, case_generator, dtype
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.rows import RowConfig
 from kvdsl.kernels.config import Bindings
@@ -23,6 +22,7 @@ from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, QuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.reference.judge import poison, values
 
 
 def _present(prefix: str, shape: tuple, dt: np.dtype) -> dict[str, np.ndarray]:

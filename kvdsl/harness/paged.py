@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
-from kvdsl.harness.compare import poison
+from kvdsl.harness.cases import Case, case_generator, dtype, flat
 from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.kernels.paged import POOLS, COMBINED_POOL, SCALE_POOL, Addressing, PagedAppendConfig
@@ -29,6 +28,7 @@ from kvdsl.kernels.paged_pages import (
 )
 from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
+from kvdsl.reference.judge import poison, values
 from kvdsl.reference.modes import KNorm, Rotary
 
 def pool_buffers(

@@ -16,8 +16,7 @@ from typing import Callable
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.harness.cases import Case, case_generator, dtype, flat, values
-from kvdsl.harness.compare import poison
+from kvdsl.harness.cases import Case, case_generator, dtype, flat
 from kvdsl.harness.dense import CACHE, DenseCase, written_cache
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.ir import Kernel
@@ -26,6 +25,7 @@ from kvdsl.kernels.dense import dense_append
 from kvdsl.kernels.merge_share import merge_share
 from kvdsl.kernels.qkv import Chain, QkvConfig, chain
 from kvdsl.kernels.transpose import transpose
+from kvdsl.reference.judge import poison, values
 from kvdsl.reference.qkv import Transforms
 
 #: Relative tolerance of Q and K where they are normed or rotated, by output type.

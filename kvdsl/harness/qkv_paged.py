@@ -14,7 +14,6 @@ from __future__ import annotations
 import numpy as np
 
 from kvdsl.harness.cases import Case, case_generator, dtype, flat
-from kvdsl.harness.compare import poison
 from kvdsl.harness.dense import DenseCase
 from kvdsl.harness.paged import append_table, appended_pools, scattered_slots
 from kvdsl.harness.qkv import TOLERANCE, Runner, inputs, split_rows
@@ -24,6 +23,7 @@ from kvdsl.kernels.paged_append import paged_append
 from kvdsl.kernels.qkv_paged import PagedQkvConfig, chain
 from kvdsl.reference import formats as fm
 from kvdsl.reference import paged as ref
+from kvdsl.reference.judge import poison
 from kvdsl.reference.qkv import project
 
 

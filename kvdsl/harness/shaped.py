@@ -1,6 +1,6 @@
 """Random inputs of a catalog variant for a shape the host chooses (``kvdsl inputs --shape``).
 
-Data bindings get random non-zero values of their host type (:func:`kvdsl.harness.cases.values`:
+Data bindings get random non-zero values of their host type (:func:`kvdsl.reference.judge.values`:
 floats in ±[0.25, 2), integers over their full range, so any packed code or word). The integer
 inputs that address memory get values a host may pass, as the verification cases make them:
 
@@ -29,10 +29,10 @@ from typing import Callable
 import numpy as np
 
 from kvdsl.harness.attend_cache import random_cache
-from kvdsl.harness.cases import values
 from kvdsl.harness.modes import adversarial_seqlens
 from kvdsl.harness.paged import allocate
 from kvdsl.kernels.config import KernelConfig
+from kvdsl.reference.judge import values
 
 #: The integer inputs whose values address memory, made by :func:`shaped_inputs`'s rules.
 ADDRESSES = (

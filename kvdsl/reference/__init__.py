@@ -19,7 +19,9 @@ region that writes them when rotary caches are given.
 byte, checked against llama.cpp's ``gguf`` quantisers, keyed by a format's parameters (``spec``: its
 family and bits), so a kernel's format value is checked without the reference importing the
 kernels; :mod:`~kvdsl.reference.paged` the paged
-model (pools, the two addressings, gather, page copy, compaction, the window's table update)."""
+model (pools, the two addressings, gather, page copy, compaction, the window's table update);
+:mod:`~kvdsl.reference.judge` how an output is held to an oracle (random non-zero inputs, poisoned
+outputs, comparison and its tolerances), which the harness and the sessions share."""
 
 from kvdsl.reference.elementwise import (
     channel_scales,

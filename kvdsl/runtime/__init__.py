@@ -19,10 +19,11 @@ and :mod:`~kvdsl.runtime.paged` (``check_pages``: the slot and page ids of the p
 writers of one slot or page); ``kvdsl run`` applies both before the interpreter or the GPU runs,
 and the paged session's host applies ``check_pages`` to everything it passes. naga's compile
 errors come with the WGSL line; Tint validates in a subprocess. ``time_kernel`` times dispatches
-with timestamp queries. :mod:`~kvdsl.runtime.windows` runs a windowed variant over a cache past
-one binding: ``plan_windows`` (pure Python, the limits as arguments) cuts the cache into windows
-of whole ``(batch, kv head)`` slices and the windows into buffers, and ``run_windows``
-dispatches once per window over bound sub-ranges (docs/host.md)."""
+with timestamp queries (``nanoseconds_per_tick``: the length of a query's tick on a device).
+:mod:`~kvdsl.runtime.windows` runs a windowed variant over a cache past one binding:
+``plan_windows`` (pure Python, the limits as arguments) cuts the cache into windows of whole
+``(batch, kv head)`` slices and the windows into buffers, and ``run_windows`` dispatches once
+per window over bound sub-ranges (docs/host.md)."""
 
 from kvdsl.runtime.device import adapter_info, compile_wgsl, current_webgpu, use_webgpu
 from kvdsl.runtime.errors import (
@@ -34,7 +35,7 @@ from kvdsl.runtime.errors import (
     ParamsError,
     WebGPULoaded,
 )
-from kvdsl.runtime.execute import run, run_source, subgroup_size, time_kernel
+from kvdsl.runtime.execute import nanoseconds_per_tick, run, run_source, subgroup_size, time_kernel
 from kvdsl.runtime.inputs import check_inputs
 from kvdsl.runtime.layout import pack_params, params_layout
 from kvdsl.runtime.paged import check_pages
@@ -59,6 +60,7 @@ __all__ = [
     "check_pages",
     "compile_wgsl",
     "current_webgpu",
+    "nanoseconds_per_tick",
     "pack_params",
     "params_layout",
     "plan_windows",

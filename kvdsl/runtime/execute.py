@@ -463,12 +463,12 @@ def time_kernel(
     staging.unmap()
     if np.any(ticks[:, 1] < ticks[:, 0]) or not np.any(ticks):
         raise DeviceError(f"timestamps of {source.label} are out of order: {ticks[:4].tolist()}")
-    period = _timestamp_period(dev)
+    period = nanoseconds_per_tick(dev)
     return [float(end - begin) * period * 1e-9 for begin, end in ticks.astype(np.int64)]
 
 
-def _timestamp_period(dev: wgpu.GPUDevice) -> float:
-    """Nanoseconds per timestamp tick.
+def nanoseconds_per_tick(dev: wgpu.GPUDevice) -> float:
+    """Nanoseconds per tick of ``dev``'s timestamp queries (WebGPU's timestamp period).
 
     WebGPU says timestamps are nanoseconds, but wgpu-native returns raw ticks unless timestamp
     normalisation is on; wgpu-py 0.32 has no wrapper for ``wgpuQueueGetTimestampPeriod``, so it is

@@ -11,9 +11,9 @@ never-zero queries ``[batch, q_heads, 1, head_dim]`` (f32, BNSH) for each layer 
 near ``1 / sqrt(head_dim)``, picks the chunks by :func:`kvdsl.kernels.attend.plan`, poisons
 the outputs and partials, dispatches, and compares each layer's output with
 :func:`kvdsl.reference.attention.attention` over the oracle's rows within
-:data:`kvdsl.harness.attend.TOL` (the attend cases' tolerance: approximate ``exp`` and f32
-sums). The queries come from their own generator, so a session draws the same tokens with
-attention on or off.
+:data:`kvdsl.reference.judge.ATTENTION_TOL` (the attend cases' tolerance: approximate ``exp``
+and f32 sums). The queries come from their own generator, so a session draws the same tokens
+with attention on or off.
 
 The kernels are built from :class:`~kvdsl.kernels.attend.AttendConfig` for the session's own
 format and layout, with the smallest workgroups from :data:`WORKGROUP` invocations up (whole
@@ -33,15 +33,13 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from kvdsl.contract import ContractError, buffer_sizes
-from kvdsl.harness.attend import TOL
-from kvdsl.harness.cases import values
-from kvdsl.harness.compare import compare, poison
 from kvdsl.kernels.attend import AttendConfig, CacheLayout, plan
 from kvdsl.kernels.attend_variants import merge_config
 from kvdsl.kernels.config import ConfigError, Element
 from kvdsl.kernels.dense import Format
 from kvdsl.kernels.paged import PageLayout
 from kvdsl.reference.attention import attention as reference
+from kvdsl.reference.judge import ATTENTION_TOL, compare, poison, values
 from kvdsl.runtime.errors import BufferError
 from kvdsl.session.formats import SessionError
 from kvdsl.session.host import Bound, Buffer, Host, Program, aligned
@@ -249,7 +247,7 @@ class Attention:
         for i, layer in enumerate(layers):
             got = raw[i * self.per // 4 :][: self.q_rows * d]
             want = reference(q[i], layer.k, layer.v, rows, scale=scale)
-            _, problem = compare(got, want.reshape(-1), TOL)
+            _, problem = compare(got, want.reshape(-1), ATTENTION_TOL)
             if problem:
                 merged = f", {chunks} chunks merged" if chunks > 1 else ""
                 return (

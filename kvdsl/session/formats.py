@@ -26,17 +26,15 @@ from typing import Mapping
 
 import numpy as np
 
-from kvdsl import catalog
 from kvdsl import reference
-from kvdsl.harness.compare import compare_quantized
-from kvdsl.harness.dense import _decoded
-from kvdsl.kernels.config import Bits, Element, KernelConfig, Walk
+from kvdsl.kernels.config import Bits, Element, Walk
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.dense import DenseAppendConfig, DenseReadConfig, Format
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.reference import formats as fm
+from kvdsl.reference.judge import compare_quantized, compare_rows
 from kvdsl.session.host import Bound, Host, Program
 
 FLOATS = ("f32", "f16")
@@ -47,14 +45,6 @@ FORMATS = FLOATS + fm.FORMATS + fm.ROTATED + TEMPLATE
 class SessionError(ValueError):
     """A session operation or spec a session does not take: names the field, the value and
     what is allowed."""
-
-
-def _program(cfg: KernelConfig, label: str) -> Program:
-    """The catalog variant of ``cfg`` where the catalog names one, else ``cfg`` named ``label``."""
-    for name, known in catalog.VARIANTS.items():
-        if known == cfg:
-            return Program.of(cfg, name)
-    return Program.of(cfg, label)
 
 
 Pair = tuple[Bound, Bound]  # K's range, V's range
@@ -112,7 +102,7 @@ def stored_difference(
     if bad.size == 0:
         return ""
     if not exact and dense is not None:
-        return _decoded(got.reshape(-1), want.reshape(-1), None, dense, head_dim, True)[1]
+        return compare_rows(got.reshape(-1), want.reshape(-1), None, dense, head_dim, True)[1]
     i = int(bad[0])
     page = f" (page {i // page_values})" if page_values else ""
     return (
@@ -226,16 +216,16 @@ class FloatFormat(CacheFormat):
         types = {"present_type": Element(element), "input_type": Element(element)}
         common = {"walk": Walk.FLAT} | types
         tag = f"{element}_{kv_heads}x{head_dim}"
-        self._append = _program(
+        self._append = Program.variant(
             MergeShareConfig(kv_heads, head_dim, "append", **common), f"session_append_{tag}"
         )
-        self._retain = _program(
+        self._retain = Program.variant(
             MergeShareConfig(kv_heads, head_dim, "retain", **common), f"session_retain_{tag}"
         )
-        self._shift = _program(
+        self._shift = Program.variant(
             WindowShiftConfig(kv_heads, head_dim, "all", **common), f"session_shift_{tag}"
         )
-        self._copy = _program(
+        self._copy = Program.variant(
             CopyConfig(head_dim=head_dim, present_type=Element(element)), f"session_copy_{tag}"
         )
 
@@ -277,14 +267,14 @@ class DenseCache(CacheFormat):
         self.asymmetric = fm.stat_words(fmt) == 2
         self.dtype, self.input = np.dtype(np.uint32), np.dtype(np.float32)
         tag = f"{self.name}_{kv_heads}x{head_dim}"
-        self._append = _program(
+        self._append = Program.variant(
             DenseAppendConfig(kv_heads, head_dim, format=fmt),
             f"session_append_{tag}",
         )
-        self._copy = _program(
+        self._copy = Program.variant(
             CopyConfig(head_dim=self.unit, present_type=Element.U32), f"session_copy_{tag}"
         )
-        self._read = _program(
+        self._read = Program.variant(
             DenseReadConfig(kv_heads, head_dim, format=fmt), f"session_read_{tag}"
         )
 
@@ -334,9 +324,9 @@ class TemplateQuant(CacheFormat):
         cfg = AppendQuantConfig(kv_heads, head_dim, bits=Bits(bits), walk=Walk.FLAT)
         self.range = (cfg.qmin, cfg.qmax)
         tag = f"{self.name}_{kv_heads}x{head_dim}"
-        self._append = _program(cfg, f"session_append_{tag}")
+        self._append = Program.variant(cfg, f"session_append_{tag}")
         element = Element.I32 if bits == 8 else Element.U32
-        self._copy = _program(
+        self._copy = Program.variant(
             CopyConfig(head_dim=self.unit, present_type=element), f"session_copy_{tag}"
         )
 

@@ -30,6 +30,7 @@ from kvdsl.emit import emit
 from kvdsl.ir import tree as ir
 from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.kernels.config import KernelConfig
+from kvdsl.runtime import nanoseconds_per_tick
 from kvdsl.runtime.contract import evaluate, short_binding
 from kvdsl.runtime.errors import BufferError, ParamsError
 
@@ -57,6 +58,15 @@ class Program:
         """The program of ``cfg`` (a catalog variant's config, or any valid one)."""
         kernel = catalog.build_config(cfg, name)
         return cls(name, kernel, entry(kernel, cfg), emit(kernel))
+
+    @classmethod
+    def variant(cls, cfg: KernelConfig, label: str) -> Program:
+        """The program of ``cfg`` under its catalog variant's name where the catalog names one,
+        else named ``label``."""
+        for name, known in catalog.VARIANTS.items():
+            if known == cfg:
+                return cls.of(cfg, name)
+        return cls.of(cfg, label)
 
     @property
     def storage(self) -> list[dict[str, Any]]:
@@ -490,7 +500,7 @@ class GpuHost(Host):
         raw = self._staging.read_mapped(0, 16 * count)
         ticks = np.frombuffer(raw, np.uint64).reshape(-1, 2).astype(np.int64)
         self._staging.unmap()
-        period = _timestamp_period(self.device)
+        period = nanoseconds_per_tick(self.device)
         self._resolved.extend(float(e - b) * period * 1e-9 for b, e in ticks)
 
     def step(self) -> None:
@@ -506,9 +516,3 @@ class GpuHost(Host):
         for step, seconds in zip(self._pairs, self._resolved):
             out[step] += seconds
         return out
-
-
-def _timestamp_period(dev: Any) -> float:
-    from kvdsl.runtime.execute import _timestamp_period as period
-
-    return period(dev)

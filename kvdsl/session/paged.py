@@ -40,8 +40,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kvdsl.harness.compare import poison
 from kvdsl.reference import paged as ref
+from kvdsl.reference.judge import poison
 from kvdsl.session.attention import AttendLayer, attention
 from kvdsl.session.formats import SessionError
 from kvdsl.session.host import ALIGN, Bound, Buffer, InterpHost

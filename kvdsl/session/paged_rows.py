@@ -24,7 +24,7 @@ from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig, Paged
 from kvdsl.reference import formats as fm
 from kvdsl.runtime.errors import PagedInputError
 from kvdsl.runtime.paged import check_pages as runtime_check_pages
-from kvdsl.session.formats import SessionError, _program, stored_difference
+from kvdsl.session.formats import SessionError, stored_difference
 from kvdsl.session.host import Program
 from kvdsl.session.pages import SPARE
 from kvdsl.session.run import whole
@@ -112,14 +112,16 @@ class PagedRows:
             input_type=Element("f16" if s.format == "f16" else "f32"),
             **common,
         )
-        self.append = _program(self.cfg, f"session_paged_append_{tag}_{addressing.value}")
-        self.read = _program(
+        self.append = Program.variant(self.cfg, f"session_paged_append_{tag}_{addressing.value}")
+        self.read = Program.variant(
             PagedReadConfig(h, d, addressing=addressing, **common),
             f"session_paged_read_{tag}_{addressing.value}",
         )
-        self.copy = _program(PagedCopyConfig(h, d, **common), f"session_paged_copy_{tag}")
-        self.compact = _program(PagedCompactConfig(h, d, **common), f"session_paged_compact_{tag}")
-        self.window = _program(
+        self.copy = Program.variant(PagedCopyConfig(h, d, **common), f"session_paged_copy_{tag}")
+        self.compact = Program.variant(
+            PagedCompactConfig(h, d, **common), f"session_paged_compact_{tag}"
+        )
+        self.window = Program.variant(
             PagedWindowConfig(page_size=s.page_size), f"session_paged_window_p{s.page_size}"
         )
         self.dtype = np.dtype({"f32": np.float32, "f16": np.float16}.get(s.format, np.uint32))

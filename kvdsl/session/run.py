@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import numpy as np
 
-from kvdsl.harness.cases import values
+from kvdsl.reference.judge import values
 from kvdsl.session.formats import Pair, SessionError
 from kvdsl.session.host import Bound, Buffer, Host, InterpHost, Program, aligned
 

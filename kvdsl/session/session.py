@@ -36,8 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from kvdsl import reference
-from kvdsl.harness.compare import poison
 from kvdsl.kernels.dense import DenseFormat, format_of
+from kvdsl.reference.judge import poison
 from kvdsl.session.attention import BINDING, AttendLayer, attention
 from kvdsl.session.formats import FORMATS, CacheFormat, Format, Pair, SessionError, Write
 from kvdsl.session.formats import cache_format

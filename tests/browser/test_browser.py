@@ -25,11 +25,11 @@ from kvdsl import interp
 from kvdsl.catalog import VARIANTS, build
 from kvdsl.contract import ContractError, check_requirements, entry
 from kvdsl.harness.cases import cases_for
-from kvdsl.harness.compare import compare, compare_quantized
 from kvdsl.harness.dense import DenseCase
 from kvdsl.ir.dispatch import workgroups as dispatch_workgroups
 from kvdsl.ir.features import features as kernel_features
 from kvdsl.ir.features import limits as kernel_limits
+from kvdsl.reference.judge import compare, compare_quantized
 from kvdsl.runtime.layout import from_storage, to_storage
 from tests.helpers import browser
 from tests.helpers.paths import ROOT

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from kvdsl.cli.check import NOT_RUN
-from kvdsl.harness import poison
 from kvdsl.ir.portability import CONSTANT_UNPACK
+from kvdsl.reference.judge import poison
 from tests.helpers.paths import ROOT
 
 

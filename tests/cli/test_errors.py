@@ -13,9 +13,7 @@ import numpy as np
 import pytest
 
 from kvdsl import cli, reference
-from kvdsl.harness import cases_for, compare
-from kvdsl.harness.cases import values
-from kvdsl.harness.compare import poison
+from kvdsl.harness import cases_for
 from kvdsl.frontend import FrontendError, UnsupportedError, WgslSyntaxError, WgslTypeError, parse
 from kvdsl.interp import run as interp_run
 from kvdsl.kernels.build import BuildConfig, build
@@ -28,6 +26,7 @@ from kvdsl.kernels.transpose import TransposeConfig, transpose
 from kvdsl.kernels.window_shift import WindowShiftConfig, window_shift
 from kvdsl.legacy import config_from_vars
 from kvdsl.emit import emit
+from kvdsl.reference.judge import compare, poison, values
 from kvdsl.runtime import BufferError, ParamsError, run_source
 from kvdsl.runtime import run as gpu_run
 from kvdsl.runtime.contract import LimitError, check_contract, evaluate

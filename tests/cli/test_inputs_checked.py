@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 
 from kvdsl import cli
-from kvdsl.harness.cases import values
-from kvdsl.harness.compare import poison
+from kvdsl.reference.judge import poison, values
 from kvdsl.runtime import BufferError, check_inputs
 from kvdsl.runtime import run as gpu_run
 from kvdsl.interp import run as interp_run

@@ -13,10 +13,10 @@ import pytest
 from kvdsl import catalog
 from kvdsl.cli.make_inputs import from_shape
 from kvdsl.frontend import parse
-from kvdsl.harness.compare import poison
 from kvdsl.interp import run
 from kvdsl.ir.uses import binding_uses
 from kvdsl.ir.verify import Verifier, verify
+from kvdsl.reference.judge import poison
 from tests.helpers.contract import SMALL as CONTRACT_SMALL
 from tests.helpers.paths import ROOT
 

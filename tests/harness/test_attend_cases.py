@@ -223,8 +223,8 @@ def test_a_kivi_cache_holds_the_references_groups_and_residual(name):
     """A KIVI cache holds each sequence's groups as the reference lays them out and its last
     keys in the f16 residual (the rows past them poisoned), and the problem attends over what
     the reference decodes them to."""
-    from kvdsl.harness.compare import POISON_BITS
     from kvdsl.reference import kivi
+    from kvdsl.reference.judge import POISON_BITS
 
     cfg = catalog.config(name)
     g, d, h = cfg.kivi_group, cfg.head_dim, cfg.kv_heads

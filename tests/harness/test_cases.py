@@ -15,7 +15,7 @@ import pytest
 
 from kvdsl import catalog
 from kvdsl.harness import CASES, cases_for, verify_variant
-from kvdsl.harness.cases import dtype, values
+from kvdsl.harness.cases import dtype
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.merge import MergeConfig
@@ -23,6 +23,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.reference.judge import values
 from tests.helpers.case_outputs import reference_outputs
 
 CONFIGS = {

@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog
-from kvdsl.harness import CASES, cases_for, compare, verify_variant
+from kvdsl.harness import CASES, cases_for, verify_variant
 from kvdsl.emit import emit
 from kvdsl.ir import workgroups
 from kvdsl.ir.features import limits
+from kvdsl.reference.judge import compare
 from kvdsl.runtime import FeatureError, compile_wgsl, run, tint_check
 from tests.helpers.features import assert_ran_on_gpu, suite_feature
 

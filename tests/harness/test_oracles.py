@@ -16,12 +16,12 @@ import pytest
 
 import kvdsl.interp
 import kvdsl.runtime
-from kvdsl.harness import Case, Result, cases_for, compare, poison, verify_variant
-from kvdsl.harness.compare import POISON_BITS, compare_quantized
+from kvdsl.harness import Case, Result, cases_for, verify_variant
 from kvdsl.interp import InterpError
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.quant import AppendQuantConfig
+from kvdsl.reference.judge import POISON_BITS, compare, compare_quantized, poison
 from kvdsl.runtime import FeatureError
 
 F32 = np.float32

@@ -10,9 +10,9 @@ import pytest
 
 from kvdsl import catalog
 from kvdsl.harness import cases_for
-from kvdsl.harness.compare import POISON_BITS
 from kvdsl.kernels.paged import Addressing, PagedAppendConfig, PagedReadConfig
 from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig, PagedWindowConfig
+from kvdsl.reference.judge import POISON_BITS
 from tests.helpers.case_outputs import reference_outputs
 
 SMALL = {"kv_heads": 2, "head_dim": 32}

@@ -10,7 +10,7 @@ import numpy as np
 
 from kvdsl import catalog
 from kvdsl.harness.cases import Case
-from kvdsl.harness.compare import compare, compare_quantized
+from kvdsl.reference.judge import compare, compare_quantized
 
 DROP_IN_WALK = {"copy": "cooperative", "merge": "cooperative", "merge_share": "cooperative"}
 

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, settings
 
 from kvdsl import reference
 from kvdsl.harness import Case
-from kvdsl.harness.compare import poison
 from kvdsl.harness.modes import _quant, _quant_inputs, _rotary, _row_inputs
-from kvdsl.harness.cases import dtype, values
+from kvdsl.harness.cases import dtype
+from kvdsl.reference.judge import poison, values
 from kvdsl.runtime.contract import evaluate
 
 LONG = int(os.environ.get("KVDSL_FUZZ_EXAMPLES", "0"))

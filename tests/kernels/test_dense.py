@@ -11,7 +11,6 @@ import pytest
 from kvdsl import interp
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.harness.compare import POISON_BITS
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import (
     DenseAppendConfig,
@@ -24,6 +23,7 @@ from kvdsl.kernels.dense import (
     dense_read,
 )
 from kvdsl.reference import formats as fm
+from kvdsl.reference.judge import POISON_BITS
 from kvdsl.reference.modes import Rotary
 
 POISON = POISON_BITS[4]

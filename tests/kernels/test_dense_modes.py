@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from kvdsl import catalog, interp
-from kvdsl.harness.compare import POISON_BITS
 from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import DenseAppendConfig, DenseReadConfig, dense_append, dense_read
@@ -24,6 +23,7 @@ from kvdsl.kernels.dense_modes import (
 )
 from kvdsl.reference import dense_modes as dm
 from kvdsl.reference import formats as fm
+from kvdsl.reference.judge import POISON_BITS
 from kvdsl.reference.modes import Rotary
 
 F32 = np.float32

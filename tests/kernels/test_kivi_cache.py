@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 
 from kvdsl import interp
-from kvdsl.harness.compare import POISON_BITS
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.harness.kivi import code_words, session
@@ -22,6 +21,7 @@ from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig, kivi_append, kivi_flush
 from kvdsl.reference import kivi
 from kvdsl.reference.attention import attention
+from kvdsl.reference.judge import POISON_BITS
 from kvdsl.runtime import run as gpu_run
 from tests.helpers.attend import attend_output
 

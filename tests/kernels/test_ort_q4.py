@@ -12,7 +12,6 @@ import pytest
 from kvdsl import interp
 from kvdsl.catalog import build_config
 from kvdsl.harness.runner import verify_variant
-from kvdsl.harness.compare import POISON_BITS
 from kvdsl.kernels.attend import AttendConfig
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.dense import (
@@ -32,6 +31,7 @@ from kvdsl.nodes.formats import FORMATS, ORT_Q4
 from kvdsl.nodes.formats import ort as node
 from kvdsl.reference import formats as fm
 from kvdsl.reference import ort_tq
+from kvdsl.reference.judge import POISON_BITS
 from kvdsl.reference.modes import KNorm, Rotary
 from kvdsl.runtime import run as gpu_run
 from kvdsl.session import GpuHost, InterpHost, Session, Spec

@@ -10,8 +10,6 @@ import numpy as np
 import pytest
 
 from kvdsl import interp
-from kvdsl.harness.cases import values
-from kvdsl.harness.compare import poison
 from kvdsl.harness.paged import pool_buffers
 from kvdsl.interp import OutOfBounds, RaceError
 from kvdsl.kernels.config import ConfigError
@@ -26,6 +24,7 @@ from kvdsl.kernels.paged_read import paged_read
 from kvdsl.kernels.paged_pages import PagedCopyConfig, PagedWindowConfig, paged_copy, paged_window
 from kvdsl.nodes.paged import PageLayout
 from kvdsl.reference import paged as ref
+from kvdsl.reference.judge import poison, values
 from kvdsl.reference.modes import Rotary
 from kvdsl.runtime.contract import check_contract
 from kvdsl.runtime.errors import BufferError

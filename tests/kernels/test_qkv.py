@@ -10,11 +10,11 @@ import pytest
 from kvdsl import catalog, interp
 from kvdsl.contract import buffer_sizes, entry, evaluate
 from kvdsl.harness import cases_for, verify_variant
-from kvdsl.harness.compare import compare
 from kvdsl.harness.qkv import TOLERANCE, inputs, unfused
 from kvdsl.ir.features import limits
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.qkv import QkvConfig, bytes_moved, contract_fields, qkv
+from kvdsl.reference.judge import compare
 from tests.helpers.cache_kernels import assert_same_bits, fused_and_chained
 
 CATALOG = {n: c for n, c in catalog.VARIANTS.items() if c.mode == "qkv"}

@@ -21,10 +21,10 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, reference as ref, runtime
-from kvdsl.harness.compare import compare_quantized
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig, append_quant, build_quant
 from kvdsl.reference import elementwise as ew
+from kvdsl.reference.judge import compare_quantized
 from tests.helpers import legacy
 
 BACKENDS = [pytest.param(interp.run, id="interp"), pytest.param(runtime.run, id="gpu")]

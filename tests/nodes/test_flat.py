@@ -22,7 +22,6 @@ import pytest
 from kvdsl import catalog
 from kvdsl.harness import modes  # noqa: F401  (registers the mode case generators)
 from kvdsl.harness.cases import cases_for
-from kvdsl.harness.compare import POISON_BITS, compare, compare_quantized
 from kvdsl.emit import emit
 from kvdsl.interp import run as interp_run
 from kvdsl.ir import Dispatch, KernelBuilder, u32, workgroups
@@ -34,6 +33,7 @@ from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
 from kvdsl.nodes import walks
+from kvdsl.reference.judge import POISON_BITS, compare, compare_quantized
 from kvdsl.runtime import run as gpu_run
 from tests.helpers.fuzz import window_case
 

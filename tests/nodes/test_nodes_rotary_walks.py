@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.harness import poison
 from kvdsl.ir import Dispatch, KernelBuilder, array, f32, u32
 from kvdsl.nodes import walks
 from kvdsl.nodes.rotary import Rotation, rotate, rotate_row
 from kvdsl.reference import rotate_neox
+from kvdsl.reference.judge import poison
 
 BACKENDS = [interp.run, runtime.run]
 

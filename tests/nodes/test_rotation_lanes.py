@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.harness import poison
 from kvdsl.ir import Dispatch, KernelBuilder, f32, min_, u32, vec
 from kvdsl.nodes import rotation
+from kvdsl.reference.judge import poison
 from kvdsl.reference.rotation import Rotation, signs
 
 BACKENDS = [interp.run, runtime.run]

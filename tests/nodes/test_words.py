@@ -23,7 +23,6 @@ import pytest
 from kvdsl import catalog
 from kvdsl.harness import modes  # noqa: F401  (registers the mode case generators)
 from kvdsl.harness.cases import cases_for
-from kvdsl.harness.compare import POISON_BITS
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import run as interp_run
@@ -34,6 +33,7 @@ from kvdsl.kernels.merge import MergeConfig
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import BuildQuantConfig
 from kvdsl.kernels.window_shift import WindowShiftConfig
+from kvdsl.reference.judge import POISON_BITS
 from kvdsl.runtime import BufferError
 from kvdsl.runtime import device as gpu_device
 from kvdsl.runtime import run as gpu_run

@@ -12,10 +12,9 @@ import numpy as np
 import pytest
 
 from kvdsl import reference
-from kvdsl.harness.cases import values
-from kvdsl.harness.compare import poison
 from kvdsl.contract import params_bytes, workgroups
 from kvdsl.reference import formats as fm
+from kvdsl.reference.judge import poison, values
 from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.session import Bound, GpuHost, InterpHost, cache_format
 from kvdsl.session.host import ALIGN, aligned

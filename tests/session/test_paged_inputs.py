@@ -14,12 +14,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kvdsl.harness.cases import values
-from kvdsl.harness.compare import poison
 from kvdsl.interp.errors import OutOfBounds, RaceError
 from kvdsl.kernels.paged import Addressing, PagedAppendConfig, PagedReadConfig
 from kvdsl.kernels.paged_pages import PagedCompactConfig, PagedCopyConfig
 from kvdsl.reference import paged as ref
+from kvdsl.reference.judge import poison, values
 from kvdsl.runtime.errors import BufferError, ParamsError
 from kvdsl.session import GpuHost, InterpHost, Program, SessionError, check_pages
 from tests.helpers.session import host_class

@@ -1,10 +1,46 @@
-"""Poisoning outputs and comparing them bit for bit or within a stated tolerance."""
+"""How an output is held to an oracle, and the random inputs it is held on.
+
+Inputs are random and never zero (:func:`values`), so that a kernel reading the wrong element, or
+none, cannot agree with the oracle by chance. Outputs start poisoned (:func:`poison`: a quiet NaN
+with a payload no kernel computes), so that an element a kernel fails to write, or writes but
+should not, shows. An output is then compared with the oracle's (the reference, the interpreter,
+another run): bit for bit or within a stated tolerance (:func:`compare`), quantised codes within
+one step in a few elements (:func:`compare_quantized`), a dense format's packed rows by their
+codes and scales (:func:`compare_rows`). The tolerances that the verification cases
+(:mod:`kvdsl.harness`) and the sessions (:mod:`kvdsl.session`) share are stated here.
+
+numpy and :mod:`kvdsl.reference.formats` alone, so that both can import it.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from kvdsl.reference import formats as fm
+
 POISON_BITS = {4: 0x7FC0DEAD, 2: 0x7E5A}  # quiet NaNs with a payload; as ints, 0x7FC0DEAD
+#: Relative tolerance of a stored scale where codes may move (:func:`compare_rows`): a few f32
+#: ulps, or one f16 ulp (ggml's scales, rounded from an f32 that may be an ulp apart).
+SCALE_TOL = {"f32": 2.0**-18, "f16": 2.0**-10}  # 32 f32 ulps; one f16 ulp
+#: f32 attention outputs and partials against the reference (and the GPU against the
+#: interpreter), relative to ``1 + |x|``: ``exp`` and ``tanh`` are approximate on a GPU, and the
+#: f32 dot products and sums round; outputs are weighted means of values below 2.
+ATTENTION_TOL = 5e-5
+#: f16 attention outputs: half precision's rounding (2^-11 relative) and :data:`ATTENTION_TOL`.
+ATTENTION_F16_TOL = 1e-3
+
+
+def values(rng: np.random.Generator, shape: tuple[int, ...] | int, dtype: Any) -> np.ndarray:
+    """Random non-zero values of ``dtype``: floats in ±[0.25, 2), integers over their full range."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        mag = rng.uniform(0.25, 2.0, shape)
+        return (mag * rng.choice([-1.0, 1.0], shape)).astype(dtype)
+    info = np.iinfo(dtype)
+    x = rng.integers(info.min, info.max, shape, dtype=np.int64, endpoint=True).astype(dtype)
+    return np.where(x == 0, dtype.type(1), x)
 
 
 def poison(shape: tuple[int, ...] | int, dtype: np.dtype) -> np.ndarray:
@@ -92,3 +128,27 @@ def compare_quantized(
     if worst > 1 or off > share:
         return float(worst), f"{off:.2%} of codes differ, by up to {worst} steps"
     return float(worst), ""
+
+
+def compare_rows(
+    got: np.ndarray, want: np.ndarray, mask: np.ndarray | None, fmt: Any, d: int, inline: bool
+) -> tuple[float, str]:
+    """Written rows of ``got`` against ``want``, cache rows of ``d`` elements of the dense format
+    ``fmt`` (its scales inline or not), taken apart (:func:`kvdsl.reference.formats.row_fields`):
+    codes within one step in a few elements (:func:`compare_quantized`), scales within
+    :data:`SCALE_TOL`. ``mask`` marks the written elements (default: every row)."""
+    n = fm.row_words(fmt, d, inline)
+    g, w = got.reshape(-1, n), np.asarray(want, np.uint32).reshape(-1, n)
+    rows = np.ones(len(g), bool) if mask is None else np.asarray(mask).reshape(-1, n)[:, 0]
+    (gs, gc), (ws, wc) = fm.row_fields(fmt, g[rows], d, inline), fm.row_fields(
+        fmt, w[rows], d, inline
+    )
+    err, problem = compare_quantized(gc.reshape(-1), wc.reshape(-1), 8)
+    with np.errstate(all="ignore"):
+        rel = np.abs(gs.astype(np.float64) - ws) / np.maximum(np.abs(ws), 1e-30)
+    tol = SCALE_TOL["f16" if fm.is_ggml(fmt) else "f32"]
+    bad = ~(rel <= tol) & ~(gs == ws) & ~(np.isnan(gs) & np.isnan(ws))  # moved words: NaN too
+    if bad.any():
+        i = tuple(np.argwhere(bad)[0])
+        return err, f"{int(bad.sum())} scales differ, first {gs[i]!r} != {ws[i]!r}"
+    return err, problem
