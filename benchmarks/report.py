@@ -462,7 +462,7 @@ def page(res: Results, command: str) -> str:
         "## Method",
         "",
         "`bash benchmarks/all.sh OUT --batches 4 --trials 3 --repeats 30` on the GPU host, then "
-        f"`python benchmarks/report.py OUT`. Each catalog option set runs once, reshaped to the "
+        "`python benchmarks/report.py OUT`. Each catalog option set runs once, reshaped to the "
         "sizes above. Times are GPU timestamps around many dispatches in one submission, median. "
         "Each kernel is timed alternately with a `vec4<f32>` copy moving the same bytes (half "
         "read, half written); a row beside a slow copy, or short of its target, is timed again, "

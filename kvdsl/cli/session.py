@@ -161,7 +161,7 @@ def _check_binding(args: argparse.Namespace, spec) -> None:
     )
     fixes = [f"--batch at most {most_batch}"] if most_batch else []
     fixes += [f"--capacity at most {most_capacity}"] if most_capacity else []
-    fixes = fixes or [f"a smaller --kv-heads or --head-dim"]
+    fixes = fixes or ["a smaller --kv-heads or --head-dim"]
     raise UsageError(
         f"--batch={batch} and {given}: a layer's K cache is "
         f"{batch * spec.kv_heads * capacity * row} bytes ({batch} x {spec.kv_heads} kv heads x "

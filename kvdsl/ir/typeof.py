@@ -373,7 +373,7 @@ class ExprTyper(TextureTyper, PointerTyper):
                         )
                 self.used.add(name)
                 return u32
-            case ir.AtomicCall(fn, target, args):
+            case ir.AtomicCall(fn):
                 ret = self.atomic_type(e, scope)
                 if ret is None:
                     raise VerifyError(f"{show(e)}: atomic{fn} returns no value (a statement)")

@@ -145,7 +145,7 @@ class Verifier(ExprTyper):
                     self.block(continuing, last, ret, True)
                     if break_if is not None:
                         self._cond(s, break_if, last)
-            case ir.Switch(selector, cases):
+            case ir.Switch():
                 self._switch(s, scope, ret, loop)
             case ir.ConstAssert(cond):
                 self.const_assert(cond, scope)

@@ -114,13 +114,10 @@ class Target:
         def base(head: Val, value: bool = False) -> Val:
             return at(head) * per_row
 
-        side = None
-        if cfg.fmt is not None and not cfg.inline:
+        def side(head: Val) -> Val:
+            return at(head) * (2 * cfg.fmt.stats)
 
-            def side(head: Val) -> Val:
-                return at(head) * (2 * cfg.fmt.stats)
-
-        return Place(row, base, side)
+        return Place(row, base, side if cfg.fmt is not None and not cfg.inline else None)
 
     def extents(self, batch: Any, key_seq: Val) -> tuple[dict[str, Any], dict[str, Any]]:
         """The bindings' least sizes this target adds (the caches, its inputs, the rotary

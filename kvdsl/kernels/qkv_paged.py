@@ -153,13 +153,10 @@ class PagedTarget(Target):
         def base(head: Val, value: bool = False) -> Val:
             return pages.row_base(addr.page, addr.slot, head, value)
 
-        side = None
-        if sides is not None:
+        def side(head: Val) -> Val:
+            return sides.row_base(addr.page, addr.slot, head)
 
-            def side(head: Val) -> Val:
-                return sides.row_base(addr.page, addr.slot, head)
-
-        return Place(pos, base, side, skip)
+        return Place(pos, base, None if sides is None else side, skip)
 
     def extents(self, batch: Any, key_seq: Val) -> tuple[dict[str, Any], dict[str, Any]]:
         cfg, view = self.cfg, self.cfg.pool_config

@@ -35,7 +35,7 @@ def flat_index(
     workgroups the template's rule launches up to twice the workgroups needed, and the extra
     ones cost about as much as the work.
     """
-    wg = _wg(kb)
+    wg = workgroup_size_value(kb)
     if balanced:
         kb.comment("2D flat index: the dispatch spreads its workgroups evenly over gid.y rows")
         kb.comment("of nwg.x workgroups once they pass the per-axis fold width.")
@@ -55,7 +55,9 @@ def workgroup_flat(kb: KernelBuilder, fold: int, name: str = "wgFlat") -> Val:
     return kb.let(name, kb.wid.x + kb.wid.y * fold)
 
 
-def _wg(kb: KernelBuilder) -> Val | int:
+def workgroup_size_value(kb: KernelBuilder) -> Val | int:
+    """The kernel's workgroup size as a value: its override constant where it has one, else the
+    number."""
     if kb.workgroup_size_name is not None:
         return Val(Name(kb.workgroup_size_name), u32)
     return as_val(kb.workgroup_size[0], u32)

@@ -35,7 +35,7 @@ from kvdsl.ir.builder import as_val
 from kvdsl.ir.tree import Binary, Break, Expr, Lit, Name
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import u32
-from kvdsl.nodes.index import _wg, flat_index, workgroup_flat
+from kvdsl.nodes.index import flat_index, workgroup_flat, workgroup_size_value
 
 
 def per_row(kb: KernelBuilder, fold: int, rows: Val, name: str = "i") -> Val:
@@ -150,7 +150,7 @@ def _block_item(kb: KernelBuilder, fold: int, rows: Val, per_row: Val, d: str, g
     """The block walk: item ``e`` at each step of the loop this opens over
     the rest of the kernel; past the end the rest of the step is skipped (``guard``) or the row
     clamped. From here on the kernel runs :func:`block_lanes` invocations per workgroup."""
-    wg = _wg(kb)
+    wg = workgroup_size_value(kb)
     rows_per_group = kb.workgroup_size[0]
     lanes = block_lanes(rows_per_group, _known(kb, per_row), whole_rows=not guard)
     kb.comment("Block walk: the template's dispatch (workgroup w owns rows [w*WG, (w+1)*WG));")

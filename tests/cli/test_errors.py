@@ -14,7 +14,7 @@ import pytest
 
 from kvdsl import cli, reference
 from kvdsl.harness import cases_for
-from kvdsl.frontend import FrontendError, UnsupportedError, WgslSyntaxError, WgslTypeError, parse
+from kvdsl.frontend import FrontendError, WgslSyntaxError, WgslTypeError, parse
 from kvdsl.interp import run as interp_run
 from kvdsl.kernels.build import BuildConfig, build
 from kvdsl.kernels.config import ConfigError, from_dict

@@ -231,7 +231,7 @@ class Case:
 
     def _template(self, k, v, per_channel: bool):
         """``append_quant`` writes every sequence's rows at 0 .. with the template's scales."""
-        cfg, bits = self.cfg, self.cfg.template_bits
+        bits = self.cfg.template_bits
         b, _, t, _ = k.shape
         cap = t + 5
         writer = AppendQuantConfig(KV, D, bits)

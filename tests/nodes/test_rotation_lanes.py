@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from kvdsl import interp, runtime
-from kvdsl.ir import Dispatch, KernelBuilder, f32, min_, u32, vec
+from kvdsl.ir import Dispatch, KernelBuilder, f32, min_, vec
 from kvdsl.nodes import rotation
 from kvdsl.reference.judge import poison
 from kvdsl.reference.rotation import Rotation, signs
