@@ -152,14 +152,14 @@ def share_window(seqlens_k: np.ndarray, key_seq: int, capacity: int) -> tuple:
     return end - key_seq, end
 
 
-def _row_mask(start: np.ndarray, end: np.ndarray, shape: tuple) -> np.ndarray:
+def row_mask(start: np.ndarray, end: np.ndarray, shape: tuple) -> np.ndarray:
     """``[B, H, S, D]`` mask of rows ``start[b] <= t < end[b]``."""
     t = np.arange(shape[2])[None, :]
     rows = (t >= np.asarray(start)[:, None]) & (t < np.asarray(end)[:, None])
     return np.broadcast_to(rows[:, None, :, None], shape).copy()
 
 
-def _place(cache: np.ndarray, start: np.ndarray, rows: np.ndarray) -> None:
+def place_rows(cache: np.ndarray, start: np.ndarray, rows: np.ndarray) -> None:
     """Write BNSH ``rows`` ``[B, H, n, D]`` into ``cache`` at rows ``start[b] + j``."""
     b = np.arange(cache.shape[0])[:, None]
     t = np.asarray(start)[:, None] + np.arange(rows.shape[2])[None, :]
@@ -172,7 +172,7 @@ def merge_share_retain(
 ) -> Written:
     """``merge_share`` retain pass: every row outside the append window copied from past."""
     start, end = share_window(seqlens_k, key_seq, past_k.shape[2])
-    mask = ~_row_mask(start, end, past_k.shape)
+    mask = ~row_mask(start, end, past_k.shape)
     return Written(past_k.copy(), past_v.copy(), mask)
 
 
@@ -197,9 +197,9 @@ def merge_share_append(
         k = rotate_neox(k, pos, rotary.cos, rotary.sin, rotary.half)
     shape = (b, h, capacity, d)
     out_k, out_v = np.zeros(shape, dtype), np.zeros(shape, dtype)
-    _place(out_k, start, k.astype(dtype))
-    _place(out_v, start, v.astype(dtype))
-    return Written(out_k, out_v, _row_mask(start, end, shape))
+    place_rows(out_k, start, k.astype(dtype))
+    place_rows(out_v, start, v.astype(dtype))
+    return Written(out_k, out_v, row_mask(start, end, shape))
 
 
 def merge_share(
@@ -300,6 +300,6 @@ def append_quant(
     qk, qv = _quantize_kv(_prepare_k(k, pos, k_norm, rotary), v.astype(F32), quant)
     shape = (b, h, capacity, qk.shape[3])
     out_k, out_v = np.zeros(shape, qk.dtype), np.zeros(shape, qv.dtype)
-    _place(out_k, start, qk)
-    _place(out_v, start, qv)
-    return Written(out_k, out_v, _row_mask(start, end, shape))
+    place_rows(out_k, start, qk)
+    place_rows(out_v, start, qv)
+    return Written(out_k, out_v, row_mask(start, end, shape))

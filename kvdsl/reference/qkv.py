@@ -17,7 +17,7 @@ import numpy as np
 
 from kvdsl.reference.elementwise import F32, rms_norm, rotate_neox, split_heads
 from kvdsl.reference.formats import DenseWritten, quantized_at, stored_basis
-from kvdsl.reference.modes import KNorm, Rotary, Written, _place, _row_mask, share_window
+from kvdsl.reference.modes import KNorm, Rotary, Written, place_rows, row_mask, share_window
 from kvdsl.reference.rotation import rotation as rotation_of
 
 
@@ -103,6 +103,6 @@ def qkv(
         raise ValueError(f"qkv: rotation={rotation}: expected 0 without a dense format")
     shape = (b, kv_heads, capacity, d)
     out_k, out_v = np.zeros(shape, cache_dtype), np.zeros(shape, cache_dtype)
-    _place(out_k, start, k.astype(cache_dtype))
-    _place(out_v, start, v.astype(cache_dtype))
-    return q, Written(out_k, out_v, _row_mask(start, end, shape))
+    place_rows(out_k, start, k.astype(cache_dtype))
+    place_rows(out_v, start, v.astype(cache_dtype))
+    return q, Written(out_k, out_v, row_mask(start, end, shape))

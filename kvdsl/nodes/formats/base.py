@@ -215,7 +215,7 @@ class Format:
     def partial(self, kb: KernelBuilder, name: str, x: Val) -> Val:
         """The statistic of a ``vec4<f32>`` ``x``'s lanes in order, as ``vec2<f32>``; here
         ``(max-abs, 0)``."""
-        mag = max_(max_(_abs(x.x), _abs(x.y)), max_(_abs(x.z), _abs(x.w)))
+        mag = max_(max_(abs_(x.x), abs_(x.y)), max_(abs_(x.z), abs_(x.w)))
         return kb.let(f"{name}Stat", construct(F32X2, mag, 0.0))
 
     def combine(self, a: Val, b: Val) -> Val:
@@ -303,11 +303,13 @@ def named(kb: KernelBuilder, name: str, x: Val) -> Val:
     return x if isinstance(x.node, Name) else kb.let(name, x)
 
 
-def _abs(x: Val) -> Val:
+def abs_(x: Val) -> Val:
+    """WGSL's ``abs(x)``."""
     return call(Op.ABS, x)
 
 
-def _trunc(x: Val) -> Val:
+def trunc(x: Val) -> Val:
+    """WGSL's ``trunc(x)``: ``x`` rounded toward zero."""
     return call(Op.TRUNC, x)
 
 

@@ -35,8 +35,8 @@ from kvdsl.nodes.formats.base import (
     Load4,
     Scale,
     Stats,
-    _abs,
-    _trunc,
+    abs_,
+    trunc,
     byte,
     div,
     shr,
@@ -136,13 +136,13 @@ class GgmlQ8(Ggml):
         return "q8_0"
 
     def scale(self, stat: Val) -> Val:
-        return _abs(stat.x) / 127.0
+        return abs_(stat.x) / 127.0
 
     def code(self, kb: KernelBuilder, name: str, x: Val, sc: Scale) -> Val:
         v = kb.let(name, x * sc.inv)
-        whole = kb.let(f"{name}Whole", _trunc(v))
+        whole = kb.let(f"{name}Whole", trunc(v))
         # C's roundf (halves away from zero), exactly: the fraction doubled is exact in f32.
-        r = whole + _trunc((v - whole) * 2.0)
+        r = whole + trunc((v - whole) * 2.0)
         return convert(u32, convert(i32, r)) & 0xFF
 
     def block_codes(self, kb: KernelBuilder, name: str, values: list[Val], sc: Scale) -> list[Val]:
@@ -179,12 +179,12 @@ class GgmlQ4(Ggml):
         magnitudes stays."""
         m = kb.var(name, f32, x.x)
         for lane in (x.y, x.z, x.w):
-            m.set(select(m, lane, _abs(lane) > _abs(m)))
+            m.set(select(m, lane, abs_(lane) > abs_(m)))
         return kb.let(f"{name}Stat", construct(F32X2, m, 0.0))
 
     def combine(self, a: Val, b: Val) -> Val:
         """``b`` where its magnitude is strictly larger (the first of equal magnitudes stays)."""
-        return select(a, b, _abs(b.x) > _abs(a.x))
+        return select(a, b, abs_(b.x) > abs_(a.x))
 
     def scale(self, stat: Val) -> Val:
         return stat.x / -8.0

@@ -35,7 +35,7 @@ from kvdsl.nodes.formats.base import (
     Load4,
     Scale,
     Stats,
-    _abs,
+    abs_,
     div,
     named,
     shr,
@@ -117,7 +117,7 @@ class Symmetric(RowScaled):
         return float((self.levels >> 1) - 1)
 
     def scale(self, stat: Val) -> Val:
-        return _abs(stat.x) / self.qmax
+        return abs_(stat.x) / self.qmax
 
     def code(self, kb: KernelBuilder, name: str, x: Val, sc: Scale) -> Val:
         q = convert(i32, clamp(round_(x * sc.inv), -self.qmax, self.qmax))
