@@ -1,5 +1,6 @@
 """The package's imports follow the table in docs/architecture.md (read from it, so the two
-cannot differ), and nothing installed imports ``tests/`` or ``benchmarks/``."""
+cannot differ), no module imports another's private (``_``) name, and nothing installed imports
+``tests/`` or ``benchmarks/``."""
 
 from __future__ import annotations
 
@@ -50,6 +51,17 @@ def imports(path: Path) -> set[str]:
     return found
 
 
+def private_imports(path: Path) -> list[str]:
+    """The names starting with one ``_`` that ``path`` imports from a module of kvdsl."""
+    return [
+        f"{node.module}.{a.name}"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("kvdsl")
+        for a in node.names
+        if a.name.startswith("_") and not a.name.startswith("__")
+    ]
+
+
 def part(path: Path) -> str:
     """The part of the package ``path`` belongs to: its folder, or its module's name."""
     rel = path.relative_to(PACKAGE)
@@ -78,6 +90,15 @@ def test_imports_point_down_the_layers():
     assert upward == []
 
 
+def test_no_module_imports_a_private_name_of_another():
+    found = [
+        f"{p.relative_to(ROOT)} imports {name}"
+        for p in sorted(PACKAGE.rglob("*.py"))
+        for name in private_imports(p)
+    ]
+    assert found == []
+
+
 def test_nothing_installed_imports_tests_or_benchmarks():
     found = [
         f"{p.relative_to(ROOT)} imports {name}"
@@ -101,6 +122,8 @@ def test_the_checks_fail_on_an_upward_import(tmp_path):
         "from kvdsl import harness\n"
     )
     assert {"kvdsl.catalog", "kvdsl.cli.run", "kvdsl.harness"} <= imports(f)
+    f.write_text("from kvdsl.nodes.index import (\n    flat_index,\n    _wg,\n)\n")
+    assert private_imports(f) == ["kvdsl.nodes.index._wg"]
 
 
 def test_the_table_is_read_from_the_page():
