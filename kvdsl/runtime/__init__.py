@@ -35,7 +35,8 @@ from kvdsl.runtime.errors import (
     ParamsError,
     WebGPULoaded,
 )
-from kvdsl.runtime.execute import nanoseconds_per_tick, run, run_source, subgroup_size, time_kernel
+from kvdsl.runtime.execute import run, run_source, subgroup_size, time_kernel
+from kvdsl.runtime.submit import nanoseconds_per_tick
 from kvdsl.runtime.inputs import check_inputs
 from kvdsl.runtime.layout import pack_params, params_layout
 from kvdsl.runtime.paged import check_pages

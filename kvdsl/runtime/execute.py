@@ -27,6 +27,7 @@ from kvdsl.runtime.rendered import upload_depth, upload_multisampled
 from kvdsl.runtime.contract import check_bindings, check_contract, check_workgroups
 from kvdsl.runtime.errors import DeviceError
 from kvdsl.runtime.inputs import check_inputs
+from kvdsl.runtime.submit import Timestamps, buffer_entry, encode_pass, mapped_bytes, staging_copy
 from kvdsl.runtime.layout import (
     from_storage,
     pack_params,
@@ -147,17 +148,10 @@ class _Dispatch:
                 if reuse is not None:
                     reuse[key] = buf
             self.gpu_buffers[b.name] = buf
-            entries.append(
-                {"binding": i, "resource": {"buffer": buf, "offset": 0, "size": buf.size}}
-            )
+            entries.append(buffer_entry(i, buf))
         for k, data in enumerate(packed):
             buf = dev.create_buffer_with_data(data=data, usage=wgpu.BufferUsage.UNIFORM)
-            entries.append(
-                {
-                    "binding": len(bindings) + k,
-                    "resource": {"buffer": buf, "offset": 0, "size": buf.size},
-                }
-            )
+            entries.append(buffer_entry(len(bindings) + k, buf))
         self.textures = {}  # name -> (Texture, GPU texture, the host's array)
         for k, t in enumerate(source.textures, len(bindings) + len(packed)):
             if isinstance(t.ty, Sampler):  # WebGPU's default sampler (nearest, clamp to edge)
@@ -190,24 +184,16 @@ class _Dispatch:
 
     def encode(self, encoder: wgpu.GPUCommandEncoder, timestamp_writes: dict | None = None) -> None:
         """One compute pass holding the dispatch."""
-        compute = encoder.begin_compute_pass(timestamp_writes=timestamp_writes)
-        compute.set_pipeline(self.pipe.pipeline)
-        compute.set_bind_group(0, self.bind_group)
-        compute.dispatch_workgroups(*self.workgroups)
-        compute.end()
+        encode_pass(encoder, self.pipe.pipeline, self.bind_group, self.workgroups, timestamp_writes)
 
     def read_back(self, encoder: wgpu.GPUCommandEncoder) -> dict[str, np.ndarray]:
         """Copy the read_write buffers out, submit ``encoder`` and map the copies (waits)."""
         wgpu = gpu.wgpu_module()
-        staging = {}
-        for b in self.bindings:
-            if b.access == "read_write":
-                src = self.gpu_buffers[b.name]
-                dst = self.device.create_buffer(
-                    size=src.size, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
-                )
-                encoder.copy_buffer_to_buffer(src, 0, dst, 0, src.size)
-                staging[b] = dst
+        staging = {
+            b: staging_copy(self.device, encoder, self.gpu_buffers[b.name])
+            for b in self.bindings
+            if b.access == "read_write"
+        }
         rows = {}
         for name, (t, tex, like) in self.textures.items():
             if not isinstance(t.ty, StorageTexture) or t.ty.access == "read":
@@ -226,14 +212,10 @@ class _Dispatch:
         self.device.queue.submit([encoder.finish()])
         out = {}
         for b, dst in staging.items():
-            dst.map_sync(wgpu.MapMode.READ)
-            out[b.name] = from_storage(b.elem, dst.read_mapped(copy=False), self.buffers[b.name])
-            dst.unmap()
+            out[b.name] = from_storage(b.elem, mapped_bytes(dst), self.buffers[b.name])
         for name, (dst, row, like) in rows.items():
-            dst.map_sync(wgpu.MapMode.READ)
             rows = int(np.prod(like.shape[:-2]))  # height, or depth times height
-            data = np.frombuffer(dst.read_mapped(copy=True), np.uint8).reshape(rows, row)
-            dst.unmap()
+            data = np.frombuffer(mapped_bytes(dst), np.uint8).reshape(rows, row)
             texel_row = data[:, : like.shape[-2] * like.shape[-1] * like.itemsize]
             out[name] = np.ascontiguousarray(texel_row).view(like.dtype).reshape(like.shape)
         return out
@@ -437,48 +419,11 @@ def time_kernel(
     # with no need to wait for them (nor to read large buffers back) on the host.
     dev.queue.submit([encoder.finish()])
 
-    wgpu = gpu.wgpu_module()
-    queries = dev.create_query_set(type="timestamp", count=2 * repeats)
-    resolved = dev.create_buffer(
-        size=16 * repeats, usage=wgpu.BufferUsage.QUERY_RESOLVE | wgpu.BufferUsage.COPY_SRC
-    )
-    staging = dev.create_buffer(
-        size=16 * repeats, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
-    )
+    stamps = Timestamps(dev, repeats)
     encoder = dev.create_command_encoder()
     for i in range(repeats):
-        d.encode(
-            encoder,
-            {
-                "query_set": queries,
-                "beginning_of_pass_write_index": 2 * i,
-                "end_of_pass_write_index": 2 * i + 1,
-            },
-        )
-    encoder.resolve_query_set(queries, 0, 2 * repeats, resolved, 0)
-    encoder.copy_buffer_to_buffer(resolved, 0, staging, 0, 16 * repeats)
-    dev.queue.submit([encoder.finish()])
-    staging.map_sync(wgpu.MapMode.READ)
-    ticks = np.frombuffer(staging.read_mapped(), dtype=np.uint64).reshape(repeats, 2)
-    staging.unmap()
+        d.encode(encoder, stamps.writes(i))
+    ticks = stamps.ticks(0, repeats, encoder)
     if np.any(ticks[:, 1] < ticks[:, 0]) or not np.any(ticks):
         raise DeviceError(f"timestamps of {source.label} are out of order: {ticks[:4].tolist()}")
-    period = nanoseconds_per_tick(dev)
-    return [float(end - begin) * period * 1e-9 for begin, end in ticks.astype(np.int64)]
-
-
-def nanoseconds_per_tick(dev: wgpu.GPUDevice) -> float:
-    """Nanoseconds per tick of ``dev``'s timestamp queries (WebGPU's timestamp period).
-
-    WebGPU says timestamps are nanoseconds, but wgpu-native returns raw ticks unless timestamp
-    normalisation is on; wgpu-py 0.32 has no wrapper for ``wgpuQueueGetTimestampPeriod``, so it is
-    called through wgpu-py's cffi handle when present (1.0 on NVIDIA and llvmpipe anyway).
-    """
-    if gpu.current_webgpu().implementation == "dawn":
-        return 1.0  # Dawn converts ticks to nanoseconds itself
-    try:
-        from wgpu.backends.wgpu_native._ffi import lib
-
-        return float(lib.wgpuQueueGetTimestampPeriod(dev.queue._internal))
-    except (ImportError, AttributeError):
-        return 1.0
+    return stamps.seconds(ticks)

@@ -227,6 +227,7 @@ def run_windows(
     from kvdsl.runtime import device as gpu
     from kvdsl.runtime.contract import check_contract, check_workgroups
     from kvdsl.runtime.layout import check_buffers, from_storage, pack_params, to_storage
+    from kvdsl.runtime.submit import buffer_entry, encode_pass, mapped_bytes, staging_copy
 
     buffers = check_buffers(kernel.bindings, buffers)
     fields = {f for f, _ in kernel.params.fields} if kernel.params is not None else set()
@@ -316,9 +317,7 @@ def run_windows(
                 buf = held[b.name][0]
                 r = Range(0, 0, buf.size)
                 views[b.name] = host
-            entries.append(
-                {"binding": i, "resource": {"buffer": buf, "offset": r.offset, "size": r.size}}
-            )
+            entries.append(buffer_entry(i, buf, r.offset, r.size))
         check_contract(kernel, views, window_params)
         check_workgroups(kernel, window_params, limit)
         if kernel.params is not None:
@@ -326,38 +325,15 @@ def run_windows(
                 data=pack_params(kernel.params, window_params), usage=wgpu.BufferUsage.UNIFORM
             )
             keep.append(uniform)
-            entries.append(
-                {
-                    "binding": len(kernel.bindings),
-                    "resource": {"buffer": uniform, "offset": 0, "size": uniform.size},
-                }
-            )
+            entries.append(buffer_entry(len(kernel.bindings), uniform))
         group = dev.create_bind_group(layout=pipe.layout, entries=entries)
-        compute = encoder.begin_compute_pass()
-        compute.set_pipeline(pipe.pipeline)
-        compute.set_bind_group(0, group)
-        compute.dispatch_workgroups(*dispatch_workgroups(kernel, window_params))
-        compute.end()
-    staging = {}
-    for b in kernel.bindings:
-        if b.access != "read_write":
-            continue
-        for j, src in enumerate(held[b.name]):
-            dst = dev.create_buffer(
-                size=src.size, usage=wgpu.BufferUsage.COPY_DST | wgpu.BufferUsage.MAP_READ
-            )
-            encoder.copy_buffer_to_buffer(src, 0, dst, 0, src.size)
-            staging[b.name, j] = dst
+        encode_pass(encoder, pipe.pipeline, group, dispatch_workgroups(kernel, window_params))
+    written = [b for b in kernel.bindings if b.access == "read_write"]
+    staging = {b.name: [staging_copy(dev, encoder, src) for src in held[b.name]] for b in written}
     dev.queue.submit([encoder.finish()])
-    out = {}
-    for b in kernel.bindings:
-        if b.access != "read_write":
-            continue
-        data = bytearray()
-        for j in range(len(held[b.name])):
-            dst = staging[b.name, j]
-            dst.map_sync(wgpu.MapMode.READ)
-            data += dst.read_mapped(copy=False)
-            dst.unmap()
-        out[b.name] = from_storage(b.elem, bytes(data), buffers[b.name])
-    return out
+    return {
+        b.name: from_storage(
+            b.elem, b"".join(mapped_bytes(dst) for dst in staging[b.name]), buffers[b.name]
+        )
+        for b in written
+    }

@@ -4,8 +4,9 @@ A :class:`Program` is a kernel with its contract entry (:func:`kvdsl.contract.en
 ``emitted/index.json`` holds for a catalog variant). Every dispatch goes through the entry alone:
 the bindings' order and access, their sizes (``buffer_sizes`` of the shape), the params' bytes
 (``params_bytes``) and the workgroups (``workgroups``). Two hosts share that code path:
-:class:`GpuHost` (wgpu: device buffers, bind groups, timestamp queries) and :class:`InterpHost`
-(the interpreter, whose bounds and race checks run on every dispatch). A binding is a range of a
+:class:`GpuHost` (wgpu: device buffers, bind groups, timestamp queries, submitted as
+:func:`kvdsl.runtime.run` and ``run_windows`` submit, through :mod:`kvdsl.runtime.submit`) and
+:class:`InterpHost` (the interpreter, whose bounds and race checks run on every dispatch). A binding is a range of a
 buffer (:class:`Bound`), so a cache can sit between canary rows that no dispatch may touch.
 
 Before any dispatch the host checks the runtime inputs it passes (:func:`check_dispatch`): the
@@ -30,7 +31,7 @@ from kvdsl.emit import emit
 from kvdsl.ir import tree as ir
 from kvdsl.ir.tree import Binding, Kernel
 from kvdsl.kernels.config import KernelConfig
-from kvdsl.runtime import nanoseconds_per_tick
+from kvdsl.runtime.submit import Timestamps, buffer_entry, encode_pass, read_buffer
 from kvdsl.runtime.contract import evaluate, short_binding
 from kvdsl.runtime.errors import BufferError, ParamsError
 
@@ -338,16 +339,7 @@ class GpuHost(Host):
         self._pairs: list[int] = []  # the step of each timestamp pair written
         self._resolved: list[float] = []  # GPU seconds of the pairs resolved so far
         self._steps = 0
-        if self.timestamps:
-            self._queries = self.device.create_query_set(type="timestamp", count=2 * self.QUERIES)
-            usage = self._wgpu.BufferUsage
-            self._resolved_buf = self.device.create_buffer(
-                size=16 * self.QUERIES, usage=usage.QUERY_RESOLVE | usage.COPY_SRC
-            )
-            self._staging = self.device.create_buffer(
-                size=16 * self.QUERIES, usage=usage.COPY_DST | usage.MAP_READ
-            )
-
+        self._stamps = Timestamps(self.device, self.QUERIES) if self.timestamps else None
         self._warm_up()
 
     def _warm_up(self) -> None:
@@ -365,18 +357,9 @@ class GpuHost(Host):
                 }
             ]
         )
-        self.device.create_bind_group(
-            layout=layout,
-            entries=[{"binding": 0, "resource": {"buffer": buf, "offset": 0, "size": ALIGN}}],
-        )
+        self.device.create_bind_group(layout=layout, entries=[buffer_entry(0, buf)])
         encoder = self.device.create_command_encoder()
-        writes = None
-        if self.timestamps:
-            writes = {
-                "query_set": self._queries,
-                "beginning_of_pass_write_index": 0,
-                "end_of_pass_write_index": 1,
-            }
+        writes = None if self._stamps is None else self._stamps.writes(0)
         encoder.begin_compute_pass(timestamp_writes=writes).end()
         self.device.queue.submit([encoder.finish()])
 
@@ -395,16 +378,7 @@ class GpuHost(Host):
 
     def read(self, buf: Buffer) -> bytes:
         self._submit()
-        usage = self._wgpu.BufferUsage
-        staging = self.device.create_buffer(size=buf.size, usage=usage.COPY_DST | usage.MAP_READ)
-        encoder = self.device.create_command_encoder()
-        encoder.copy_buffer_to_buffer(buf.handle, 0, staging, 0, buf.size)
-        self.device.queue.submit([encoder.finish()])
-        staging.map_sync(self._wgpu.MapMode.READ)
-        data = bytes(staging.read_mapped())
-        staging.unmap()
-        staging.destroy()
-        return data
+        return read_buffer(self.device, buf.handle)
 
     def _uniform(self, data: bytes) -> Any:
         if data not in self._uniforms:
@@ -439,23 +413,11 @@ class GpuHost(Host):
         group = self._groups.get(key)
         if group is None:
             entries = [
-                {
-                    "binding": b["binding"],
-                    "resource": {
-                        "buffer": bound[b["name"]].buffer.handle,
-                        "offset": bound[b["name"]].offset,
-                        "size": bound[b["name"]].size,
-                    },
-                }
+                buffer_entry(b["binding"], r.buffer.handle, r.offset, r.size)
                 for b in program.storage
+                for r in [bound[b["name"]]]
             ]
-            uniform = self._uniform(data)
-            entries.append(
-                {
-                    "binding": len(program.storage),
-                    "resource": {"buffer": uniform, "offset": 0, "size": uniform.size},
-                }
-            )
+            entries.append(buffer_entry(len(program.storage), self._uniform(data)))
             group = self.device.create_bind_group(layout=pipe.layout, entries=entries)
             self._groups[key] = group
         self._pending.append((pipe.pipeline, group, groups))
@@ -468,17 +430,9 @@ class GpuHost(Host):
         pair = len(self._pairs) % self.QUERIES
         for i, (pipeline, group, groups) in enumerate(self._pending):
             writes = None
-            if self.timestamps and (i == 0 or i == n - 1):
-                writes = {"query_set": self._queries}
-                if i == 0:
-                    writes["beginning_of_pass_write_index"] = 2 * pair
-                if i == n - 1:
-                    writes["end_of_pass_write_index"] = 2 * pair + 1
-            compute = encoder.begin_compute_pass(timestamp_writes=writes)
-            compute.set_pipeline(pipeline)
-            compute.set_bind_group(0, group)
-            compute.dispatch_workgroups(*groups)
-            compute.end()
+            if self._stamps is not None and (i == 0 or i == n - 1):
+                writes = self._stamps.writes(pair, begin=i == 0, end=i == n - 1)
+            encode_pass(encoder, pipeline, group, groups, writes)
         self.device.queue.submit([encoder.finish()])
         self._pending.clear()
         if self.timestamps:
@@ -491,17 +445,8 @@ class GpuHost(Host):
         count = len(self._pairs) - len(self._resolved)
         if count == 0:
             return
-        first = len(self._resolved) % self.QUERIES
-        encoder = self.device.create_command_encoder()
-        encoder.resolve_query_set(self._queries, 2 * first, 2 * count, self._resolved_buf, 0)
-        encoder.copy_buffer_to_buffer(self._resolved_buf, 0, self._staging, 0, 16 * count)
-        self.device.queue.submit([encoder.finish()])
-        self._staging.map_sync(self._wgpu.MapMode.READ)
-        raw = self._staging.read_mapped(0, 16 * count)
-        ticks = np.frombuffer(raw, np.uint64).reshape(-1, 2).astype(np.int64)
-        self._staging.unmap()
-        period = nanoseconds_per_tick(self.device)
-        self._resolved.extend(float(e - b) * period * 1e-9 for b, e in ticks)
+        ticks = self._stamps.ticks(len(self._resolved) % self.QUERIES, count)
+        self._resolved.extend(self._stamps.seconds(ticks))
 
     def step(self) -> None:
         self._submit()
