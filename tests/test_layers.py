@@ -1,6 +1,7 @@
 """The package's imports follow the table in docs/architecture.md (read from it, so the two
-cannot differ), no module imports another's private (``_``) name, and nothing installed imports
-``tests/`` or ``benchmarks/``."""
+cannot differ), no module imports another's private (``_``) name, no import circle runs (an
+import inside a function counts; one under ``TYPE_CHECKING``, for annotations alone, does not),
+and nothing installed imports ``tests/`` or ``benchmarks/``."""
 
 from __future__ import annotations
 
@@ -62,6 +63,67 @@ def private_imports(path: Path) -> list[str]:
     ]
 
 
+def module_name(path: Path) -> str:
+    """``kvdsl.a.b`` of ``kvdsl/a/b.py`` (``kvdsl.a`` of ``kvdsl/a/__init__.py``)."""
+    words = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(words[:-1] if words[-1] == "__init__" else words)
+
+
+def run_imports(path: Path, modules: set[str]) -> set[str]:
+    """The modules of ``modules`` that importing ``path`` or calling into it imports: every
+    import of its text but those under ``if TYPE_CHECKING:``; ``from a import b`` is module
+    ``a.b`` where there is one, else ``a``."""
+    tree = ast.parse(path.read_text())
+    skipped = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test).endswith("TYPE_CHECKING")
+        for stmt in node.body
+        for inner in ast.walk(stmt)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                name = f"{node.module}.{a.name}"
+                found.add(name if name in modules else node.module)
+    return found & modules
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of ``graph`` (module → the modules it imports): each strongly
+    connected set of more than one module, sorted."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out = []
+
+    def visit(v: str) -> None:
+        order[v] = low[v] = len(order)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in order:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], order[w])
+        if low[v] == order[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                out.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in order:
+            visit(v)
+    return out
+
+
 def part(path: Path) -> str:
     """The part of the package ``path`` belongs to: its folder, or its module's name."""
     rel = path.relative_to(PACKAGE)
@@ -97,6 +159,25 @@ def test_no_module_imports_a_private_name_of_another():
         for name in private_imports(p)
     ]
     assert found == []
+
+
+def test_no_import_circle():
+    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    modules = set(paths)
+    graph = {m: run_imports(p, modules) - {m} for m, p in paths.items()}
+    assert circles(graph) == []
+
+
+def test_a_circle_is_found_through_an_import_inside_a_function(tmp_path):
+    f = tmp_path / "mod.py"
+    f.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from kvdsl.c import C\n"
+        "def g():\n    from kvdsl.a import b\n"
+    )
+    assert run_imports(f, {"kvdsl.a", "kvdsl.a.b", "kvdsl.c"}) == {"kvdsl.a.b"}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set()}
+    assert circles(graph) == [["a", "b", "c"]] and circles(graph | {"c": {"d"}}) == []
 
 
 def test_nothing_installed_imports_tests_or_benchmarks():

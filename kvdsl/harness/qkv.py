@@ -23,7 +23,8 @@ from kvdsl.ir import Kernel
 from kvdsl.kernels.build import build
 from kvdsl.kernels.dense import dense_append
 from kvdsl.kernels.merge_share import merge_share
-from kvdsl.kernels.qkv import Chain, QkvConfig, chain
+from kvdsl.kernels.qkv import chain
+from kvdsl.kernels.qkv_config import Chain, QkvConfig
 from kvdsl.kernels.transpose import transpose
 from kvdsl.reference.judge import poison, values
 from kvdsl.reference.qkv import Transforms

@@ -16,7 +16,11 @@ Programs that declare the same things before their walk share a frame that decla
 :class:`~kvdsl.kernels.dense.DenseRows` for the dense quantising writers (``dense_append``,
 ``dense_build``, ``dense_window_shift``'s appending regions, ``dense_convert``) and
 :class:`~kvdsl.kernels.merge.MovedRows` for the passes that move past and new rows (``merge``,
-``merge_share``, ``window_shift``).
+``merge_share``, ``window_shift``), and :mod:`~kvdsl.kernels.qkv_frame` for the fused QKV
+kernels (:mod:`~kvdsl.kernels.qkv`'s f32 and f16 walk, :mod:`~kvdsl.kernels.qkv_dense`'s
+quantising one, into a buffer-sharing cache or :mod:`~kvdsl.kernels.qkv_paged`'s pages).
+No module here imports one that imports it, inside a function or not: a shared part sits in a
+module below both users.
 
 The paged modes share :mod:`~kvdsl.kernels.paged` (their configs: page geometry, the rows'
 format, addressing; pool bindings and sizes; ``index.json``'s ``pages``) and have a module each:

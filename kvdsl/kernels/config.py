@@ -24,13 +24,10 @@ import dataclasses
 import inspect
 from dataclasses import KW_ONLY, dataclass
 from enum import Enum, IntEnum, StrEnum
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Iterable
+from typing import Any, Callable, ClassVar, Iterable
 
 from kvdsl.ir.types import SCALARS, Scalar
 from kvdsl.nodes.formats import FORMATS, Format
-
-if TYPE_CHECKING:
-    from kvdsl.kernels.plan import WalkPlan
 
 MAX_WORKGROUP = 256  # WebGPU's default maxComputeInvocationsPerWorkgroup / SizeX
 MAX_FOLD = 65535  # WebGPU's default maxComputeWorkgroupsPerDimension
@@ -525,26 +522,6 @@ def require_rotary(
 def rotary_pairs(head_dim: int, half: int | None) -> int:
     """The rotated pairs of a row: ``half``, or ``head_dim / 2`` where it is unset."""
     return head_dim // 2 if half is None else half
-
-
-def require_pairs(plan: WalkPlan) -> None:
-    """A config's ``pairs``: None (the mode's default), or a bool, True only where the pair walk
-    can serve the config (:attr:`kvdsl.kernels.plan.WalkPlan.pairs_apply`)."""
-    pairs = plan.pairs
-    if pairs is None:
-        return
-    require(
-        isinstance(pairs, bool), "pairs", pairs, "true, false or unset (None: the mode's default)"
-    )
-    if pairs:
-        require(
-            plan.walk is Walk.FLAT and plan.pairs_apply,
-            "pairs",
-            pairs,
-            "None or False unless walk='flat', rotary=True or k_norm=True, and head_dim % 8 == 0 "
-            "(one invocation per pair of vec4 half a row apart; with rotary, only over the whole"
-            " head: rotary_half unset or head_dim / 2)",
-        )
 
 
 def as_dict(cfg: KernelConfig) -> dict[str, Any]:

@@ -17,7 +17,6 @@ from kvdsl.kernels.config import (
     RotaryHalf,
     Walk,
     require,
-    require_pairs,
     rotary_pairs,
     walk_workgroup,
 )
@@ -194,4 +193,24 @@ class RotaryWalk(RotaryHalf, VectorWalk):
             pairs=self.pairs,
             rotary_half=self.rotary_half if self.rotary else None,
             **transforms,
+        )
+
+
+def require_pairs(plan: WalkPlan) -> None:
+    """A config's ``pairs``: None (the mode's default), or a bool, True only where the pair walk
+    can serve the config (:attr:`WalkPlan.pairs_apply`)."""
+    pairs = plan.pairs
+    if pairs is None:
+        return
+    require(
+        isinstance(pairs, bool), "pairs", pairs, "true, false or unset (None: the mode's default)"
+    )
+    if pairs:
+        require(
+            plan.walk is Walk.FLAT and plan.pairs_apply,
+            "pairs",
+            pairs,
+            "None or False unless walk='flat', rotary=True or k_norm=True, and head_dim % 8 == 0 "
+            "(one invocation per pair of vec4 half a row apart; with rotary, only over the whole"
+            " head: rotary_half unset or head_dim / 2)",
         )

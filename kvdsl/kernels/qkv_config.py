@@ -1,12 +1,17 @@
 """The ``qkv`` mode's config (:class:`QkvConfig`, also ``paged_qkv``'s base): the heads, the
 transforms (bias, Q and K RMSNorm, rotary, whole or partial), the element types, Q's layout and,
-with a dense ``format``, the quantiser's walk; the kernels are :mod:`kvdsl.kernels.qkv` (f32 and
-f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format).
+with a dense ``format``, the quantiser's walk; and what a config means beside its kernel: the
+kernel's doc comment (:func:`describe`), the bytes a dispatch moves (:func:`bytes_moved`), the
+catalog models' query heads (:data:`Q_HEADS`) and the unfused chain of kvdsl's own kernels it
+equals (:class:`Chain`, :func:`chain_start`). The kernels are :mod:`kvdsl.kernels.qkv` (f32 and
+f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format), over the frame of
+:mod:`kvdsl.kernels.qkv_frame`.
 """
 
 from __future__ import annotations
 
 from dataclasses import KW_ONLY, dataclass
+from typing import Any
 
 from kvdsl.ir.verify import MAX_WORKGROUP_BYTES
 from kvdsl.kernels.config import (
@@ -24,8 +29,10 @@ from kvdsl.kernels.config import (
     require,
     unset,
 )
+from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
 from kvdsl.kernels.rows import Transforms
+from kvdsl.kernels.transpose import TransposeConfig
 from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseFormat
 from kvdsl.kernels.dense_fields import (
     LaneWalk,
@@ -211,3 +218,88 @@ class QkvConfig(Scales, LaneWalk, Transforms, CacheConfig):
             require_whole_rows(
                 self.workgroup_size, self.pairs, "pairs of a row with q_norm or k_norm"
             )
+
+
+def describe(cfg: QkvConfig) -> str:
+    """The kernel's doc comment: its transforms, Q's layout and type, the cache."""
+    steps = ["add the QKV bias"] if cfg.bias else []
+    norms = [x for x, on in (("Q", cfg.q_norm), ("K", cfg.k_norm)) if on]
+    if norms:
+        steps.append(" and ".join(norms) + " RMSNorm")
+    if cfg.rotary:
+        steps.append("rotate Q and K at the token's row")
+    if cfg.rotation:
+        steps.append(f"Walsh-Hadamard rotate K over blocks of {cfg.rotation}")
+    doc = (
+        "Split a packed QKV projection into heads"
+        + "".join(f", {s}" for s in steps)
+        + f";\nwrite Q ({cfg.q_layout.value.upper()}, {cfg.q_type.value}) and append K and V"
+        f" into a buffer-sharing {_cache_kind(cfg)} cache."
+    )
+    return doc
+
+
+def _cache_kind(cfg: QkvConfig) -> str:
+    if cfg.fmt is None:
+        return cfg.present_type.value
+    return cfg.fmt.name + ("" if cfg.fmt.ggml else f" (scales {cfg.scales.value})")
+
+
+def bytes_moved(cfg: QkvConfig) -> str:
+    """The least bytes a dispatch moves, as an expression of the shape variables ``batch`` and
+    ``keySeq`` (``index.json``'s ``bytes_moved``): the packed QKV read once, Q written once, the
+    new K and V rows written once into the cache, and each table entry used read once
+    (``seqlens_k``, the norm weights, the bias, one rotary row per token)."""
+    size = {Element.F32: 4, Element.F16: 2}
+    d = cfg.head_dim
+    per_token = cfg.heads * d * size[cfg.input_type]
+    per_token += cfg.q_heads * d * size[cfg.q_type]
+    per_token += 2 * cfg.kv_heads * cfg.cache_row_bytes
+    if cfg.rotary:
+        per_token += 2 * cfg.half * 4
+    fixed = cfg.norm_weights * 4 + (cfg.heads * d * 4 if cfg.bias else 0)
+    out = f"batch * keySeq * {per_token} + batch * 4"
+    return out + (f" + {fixed}" if fixed else "")
+
+
+#: The query heads of the catalog's models (their published configs' ``num_attention_heads``).
+Q_HEADS = {
+    "llama31_8b": 32,
+    "qwen3_06b": 16,
+    "gemma3_1b": 4,
+    "phi3_mini": 32,
+    "qwen25_05b": 14,
+    "phi2": 32,
+}
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The unfused equivalent of a ``qkv`` variant in kvdsl's own kernels, one head per
+    "batch" (``kv_heads=1``), so that any run of whole heads is a valid input:
+
+    - ``split``: ``transpose`` of the packed projection (``HEADS`` heads) into head-major f32
+      rows ``[B, HEADS, S, D]`` (the bias, which no kernel adds, is added to these rows by the
+      host);
+    - ``q``: ``build`` of a batch's Q heads: Q RMSNorm with ``q_norm``, rotary at ``pastSeq + t``
+      with ``pastSeq`` the batch's first cache row, into ``q_type``;
+    - ``k``: ``build`` of a batch's K heads with K RMSNorm (``None`` without ``k_norm``), V
+      heads alongside as its second binding;
+    - ``append``: the ``merge_share`` append of K (rotated at its row) and V into the cache;
+      with a dense ``format``, ``dense_append`` instead (K RMSNorm, rotary, the ``rotation``
+      and the quantiser in one, ``k`` then ``None``).
+    """
+
+    split: Any
+    q: Any
+    k: Any | None
+    append: Any
+
+
+def chain_start(cfg: QkvConfig, **build: Any) -> tuple[Any, Any]:
+    """The first two configs of ``cfg``'s unfused chain (:class:`Chain`): the split and Q's
+    ``build`` (Q RMSNorm, rotary at ``pastSeq + t``, on the flat walk with ``build``'s
+    fields)."""
+    d, words_ = cfg.head_dim, cfg.input_type is Element.F16
+    split = TransposeConfig(cfg.heads, d, vec4=True, input_type=cfg.input_type, words=words_)
+    return split, BuildConfig(1, d, k_norm=cfg.q_norm, present_type=cfg.q_type, **build)

@@ -28,7 +28,8 @@ from kvdsl.ir.builder import Shared
 from kvdsl.ir import Kernel, KernelBuilder, Val, array, f32, select, vec
 
 from kvdsl.nodes.formats import Format
-from kvdsl.kernels.qkv import Frame, QkvConfig, describe, normed_rows, target, qkv_contract
+from kvdsl.kernels.qkv_config import QkvConfig, describe
+from kvdsl.kernels.qkv_frame import Frame, Target, normed_rows, qkv_contract
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.quantise import Destination, RowPlace, quantise_rows
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
@@ -38,12 +39,11 @@ from kvdsl.nodes.transforms import rotated_lane
 F32X4 = vec(4, f32)
 
 
-def qkv_dense(cfg: QkvConfig, name: str = "qkv") -> Kernel:
-    """Build the ``qkv`` kernel of a config with a dense ``format``."""
+def qkv_dense(cfg: QkvConfig, name: str, cache: Target) -> Kernel:
+    """Build the ``qkv`` kernel of a config with a dense ``format``, appending into ``cache``."""
     q = cfg.quantiser
     n = q.vectors
     kb = KernelBuilder(name, cfg.workgroup_size)
-    cache = target(cfg)
     walk = ({} if cfg.split else {"ROWS": cfg.rows}) | {"ROW_LANES": q.lanes}
     f = Frame(kb, cfg, cache, q, walk)
     rows_per_token, lanes = f.walk.get("ROWS", f.heads), f.walk["ROW_LANES"]

@@ -3,7 +3,7 @@ of a paged cache (:mod:`kvdsl.nodes.paged`) instead of a buffer-sharing one.
 
 The packed projection, the transforms (bias, Q and K RMSNorm, rotary), Q's output and the
 walks (the pair walk of f32 and f16 rows, the quantiser's with a dense ``format``) are
-``qkv``'s; only each token's :class:`~kvdsl.kernels.qkv.Place` differs, given here
+``qkv``'s; only each token's :class:`~kvdsl.kernels.qkv_frame.Place` differs, given here
 (:class:`PagedTarget`) through ``paged_append``'s addressing (the nodes of
 :mod:`kvdsl.nodes.paged`: ``slot_address``, ``table_step``, ``table_address``,
 ``Pages.row_base``) and its pool bindings (:func:`kvdsl.kernels.paged.pool_bindings`, side
@@ -36,9 +36,11 @@ from kvdsl.kernels.config import (
     ROTARY_TABLE,
     Element,
     Model,
+    Walk,
     choice,
     require,
 )
+from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.extents import times
 
 from kvdsl.kernels.dense import DenseFormat, ScalePlace
@@ -54,8 +56,9 @@ from kvdsl.kernels.paged import (
     scale_binding,
     scale_pages,
 )
-from kvdsl.kernels.qkv import Q_HEADS, Chain, Place, QkvConfig, Target, chain_start
-from kvdsl.kernels.qkv import bytes_moved as contiguous_bytes_moved
+from kvdsl.kernels.qkv_config import Q_HEADS, Chain, QkvConfig, chain_start
+from kvdsl.kernels.qkv_config import bytes_moved as contiguous_bytes_moved
+from kvdsl.kernels.qkv_frame import Place, Target
 from kvdsl.nodes import paged
 from kvdsl.nodes.paged import Addressing, PageLayout, Pool
 from kvdsl.nodes.quantise import Quantiser, cache_binding
@@ -105,7 +108,7 @@ class PagedQkvConfig(PageFields, QkvConfig):
 
 
 class PagedTarget(Target):
-    """The pages of a ``paged_qkv`` config (:class:`~kvdsl.kernels.qkv.Target`)."""
+    """The pages of a ``paged_qkv`` config (:class:`~kvdsl.kernels.qkv_frame.Target`)."""
 
     cfg: PagedQkvConfig
 
@@ -217,14 +220,11 @@ def catalog_variants(models: dict[str, Model]) -> dict[str, PagedQkvConfig]:
 
 
 def chain(cfg: PagedQkvConfig) -> Chain:
-    """The configs of ``cfg``'s unfused chain (:class:`kvdsl.kernels.qkv.Chain`, one head per
+    """The configs of ``cfg``'s unfused chain (:class:`kvdsl.kernels.qkv_config.Chain`, one head per
     "batch"): the split (``transpose``), Q's ``build`` (Q RMSNorm, rotary at ``pastSeq + t``),
     K's ``build`` (K RMSNorm, rotary; None with neither), then ``paged_append`` of K and V, f32
     in and no transform of its own but the ``rotation`` (the placement through ``cfg``'s
     addressing and a dense format's quantiser) into ``cfg``'s pools."""
-    from kvdsl.kernels.build import BuildConfig
-    from kvdsl.kernels.config import Walk
-
     rot = {"rotary": cfg.rotary, "rotary_half": cfg.rotary_half, "eps": cfg.eps, "walk": Walk.FLAT}
     split, q = chain_start(cfg, **rot)
     k = BuildConfig(1, cfg.head_dim, k_norm=cfg.k_norm, **rot) if cfg.k_norm or cfg.rotary else None
