@@ -7,7 +7,6 @@ run` names every missing and short binding at once, with the elements each needs
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -17,7 +17,6 @@ from kvdsl import catalog
 from kvdsl.contract import ContractError, ExprError, buffer_sizes, entry, evaluate
 from kvdsl.contract import params_bytes, workgroups
 from kvdsl.contract.expr import product
-from kvdsl.contract import attend
 from kvdsl.contract.modes import FAMILY, MEANINGS, SHAPES, SIZES, WINDOW_SHAPE
 from kvdsl.contract.schema import errors, schema, validator
 from kvdsl.harness.cases import cases_for

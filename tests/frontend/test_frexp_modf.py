@@ -7,11 +7,10 @@ bit. What WGSL refuses of them is conformance cases (``cases/frexp_modf/``, run 
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.frontend import parse
-from tests.helpers.wgsl import assert_tint_takes, kernel, printed_back
+from tests.helpers.wgsl import assert_tint_takes, printed_back
 
 TEXT = """@group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<vec4<f32>>;

@@ -11,9 +11,9 @@ import pytest
 
 from kvdsl import interp, runtime
 from kvdsl.emit import emit
-from kvdsl.frontend import UnsupportedError, parse
+from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds, RaceError
-from tests.helpers.wgsl import assert_tint_takes, kernel
+from tests.helpers.wgsl import assert_tint_takes
 
 TEXT = """@group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read_write> o: array<u32>;

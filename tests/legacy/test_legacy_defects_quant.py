@@ -15,7 +15,6 @@ from kvdsl import catalog, interp
 from kvdsl.ir.features import limits
 from kvdsl import reference as ref
 from kvdsl.emit import emit
-from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.build import BuildConfig, build
