@@ -132,9 +132,20 @@ def _programs(
     return cfg, attend, Program.of(merge_config(cfg), f"session_attend_merge_{tag}")
 
 
+@dataclass(frozen=True)
+class Sent:
+    """What :meth:`Attention.dispatch` sent that :meth:`Attention.check` needs: each layer's
+    random queries, the scale and the chunks the keys took."""
+
+    queries: list[np.ndarray]
+    scale: float
+    chunks: int
+
+
 class Attention:
     """``attend`` and ``attend_merge`` for one session's cache, their query, output and
-    partials buffers, the format's constant inputs and params, and the step (:meth:`run`)."""
+    partials buffers, the format's constant inputs and params, and the step: :meth:`dispatch`
+    (what a runtime does, and what a session times) then :meth:`check` (the oracle's part)."""
 
     def __init__(
         self,
@@ -194,22 +205,18 @@ class Attention:
         self.host.write(self.partials, 0, poison(size // 4, np.float32))
         return Bound(self.partials, 0, size)
 
-    def run(
+    def dispatch(
         self,
-        where: str,
         lengths: np.ndarray,
-        rows: np.ndarray,
         layers: Sequence[AttendLayer],
         shape: Mapping[str, int],
         params: Mapping[str, int],
         inputs: Mapping[str, np.ndarray] | None = None,
-    ) -> str:
-        """One step over every layer: sequence ``b``'s new token sits at position
-        ``lengths[b] - 1`` (``seqlens_k``) and sees the ``rows[b]`` first rows of the layer's
-        oracle rows (its own the last: ``rows`` is ``lengths`` but where a paged sequence's
-        released pages are left out); ``shape`` and ``params`` add the cache's (``seq``, or
-        ``pages`` and ``maxPages``), ``inputs`` the page table. Returns '' when every layer's
-        output is the reference's, else ``where``'s mismatch naming the layer."""
+    ) -> Sent:
+        """One step over every layer, written, dispatched and submitted: sequence ``b``'s new
+        token sits at position ``lengths[b] - 1`` (``seqlens_k``); ``shape`` and ``params`` add
+        the cache's (``seq``, or ``pages`` and ``maxPages``), ``inputs`` the page table. The
+        random queries, the scale and the chunks go to :meth:`check`."""
         cfg, host = self.cfg, self.host
         lengths = np.asarray(lengths, np.int64)
         d = cfg.head_dim
@@ -243,7 +250,16 @@ class Attention:
         host.step()
         self.runs += 1
         self.merges += chunks > 1
-        raw = np.frombuffer(host.read(self.output), np.float32)
+        return Sent(q, scale, chunks)
+
+    def check(self, where: str, sent: Sent, rows: np.ndarray, layers: Sequence[AttendLayer]) -> str:
+        """The step :meth:`dispatch` sent, read back: each layer's output against the
+        reference's over the ``rows[b]`` first rows of sequence ``b``'s oracle rows (its own the
+        last: ``rows`` is the lengths but where a paged sequence's released pages are left out).
+        Returns '' when every layer's output is the reference's, else ``where``'s mismatch
+        naming the layer."""
+        q, scale, chunks, d = sent.queries, sent.scale, sent.chunks, self.cfg.head_dim
+        raw = np.frombuffer(self.host.read(self.output), np.float32)
         for i, layer in enumerate(layers):
             got = raw[i * self.per // 4 :][: self.q_rows * d]
             want = reference(q[i], layer.k, layer.v, rows, scale=scale)

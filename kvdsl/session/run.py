@@ -201,18 +201,22 @@ class Run:
     def _attend(self) -> None:
         """The attention step after a decode: ``attend`` over every layer's cache, its output
         compared with the reference's over the oracle's rows (:mod:`kvdsl.session.attention`);
-        then the usual check."""
+        then the usual check. The step's host time is the dispatch's alone (writing the queries,
+        encoding, submitting), as every other step's: the oracle's rows are decoded before it
+        and the output read back and checked after."""
+        lengths, rows, layers, shape, params, *inputs = self._attend_inputs()
         t = time.perf_counter()
-        problem = self.attention.run(f"step {len(self.steps)}, attend", *self._attend_inputs())
+        sent = self.attention.dispatch(lengths, layers, shape, params, *inputs)
         self.steps.append(Step("attend", 1, time.perf_counter() - t))
+        problem = self.attention.check(f"step {len(self.steps) - 1}, attend", sent, rows, layers)
         if problem:
             raise SessionMismatch(problem)
         self._after()
 
     def _attend_inputs(self) -> tuple:
-        """``Attention.run``'s arguments but ``where``: each sequence's positions and the
-        oracle's rows it attends over, each layer's cache and oracle rows, the cache's shape,
-        params and integer inputs."""
+        """The attention step's inputs: each sequence's positions, the oracle's rows it attends
+        over, each layer's cache and oracle rows (:class:`~kvdsl.session.attention.AttendLayer`),
+        the cache's shape, params and, where it has them, integer inputs (the page table)."""
         raise NotImplementedError
 
     def _where(self) -> str:

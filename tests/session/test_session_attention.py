@@ -8,6 +8,7 @@ step's, the refusals, and ``kvdsl session --attention``.
 from __future__ import annotations
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -240,6 +241,33 @@ def test_a_template_scale_not_the_sessions_is_found(monkeypatch, fmt):
     s.prefill([5, 9])
     with pytest.raises(SessionMismatch, match=r"^after step 2, attend: layer 0 output \(over \[6, 10\] rows"):  # fmt: skip
         s.decode()
+
+
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+def test_an_attend_steps_host_time_is_its_dispatch_alone(monkeypatch, gpu, paged):
+    """The oracle's part of an attend step (the rows decoded, the float64 reference, the
+    comparison) is not in the step's host time, as no other step's check is: with the reference
+    made to take 0.3 s a layer, each attend step still records less, and still checks."""
+    real = attention_module.reference
+    calls = []
+
+    def slow(*args, **kw):
+        calls.append(1)
+        time.sleep(0.3)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(attention_module, "reference", slow)
+    if paged:
+        spec = PagedSpec(1, 2, 2, 8, 16, 3, 0, "nhd", "page_table", "int8")
+        s = PagedSession(spec, GpuHost(), seed=3, q_heads=2)
+    else:
+        s = Session(Spec(1, 2, 2, 8, 16, "int8"), GpuHost(), seed=3, q_heads=2)
+    s.prefill([7, 5])
+    for _ in range(3):
+        s.decode()
+    attend = [st.host for st in s.steps if st.op == "attend"]
+    assert len(attend) == 3 and len(calls) == 3
+    assert max(attend) < 0.3, attend
 
 
 def test_attention_is_off_unless_asked_and_draws_apart():
