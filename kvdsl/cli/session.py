@@ -261,15 +261,21 @@ def cmd_session(args: argparse.Namespace) -> int:
     plan = _plan(args, rng, not paged and cache_format(spec.format, heads, head_dim).shifts, paged)
     if paged:
         _check_table(args, spec, int(prompts.max()), plan)
+    if not args.attention:  # an attention option alone would be ignored
+        given = {"--q-heads": args.q_heads, "--check-attention": args.check_attention}
+        for flag, value in given.items():
+            if value is not None:
+                raise UsageError(f"{flag}={value}: an option of the attention steps; give --attention too")  # fmt: skip
     q_heads = 0
     if args.attention:
         q_heads = args.q_heads if args.q_heads is not None else heads * _group(args.model, model)
+    attention = {"q_heads": q_heads, "attention_every": args.check_attention or 1}
     host = GpuHost() if args.backend == "gpu" else InterpHost()
     try:
         if paged:
-            session = PagedSession(spec, host, seed=args.seed, check_every=False, q_heads=q_heads)
+            session = PagedSession(spec, host, seed=args.seed, check_every=False, **attention)
         else:
-            session = Session(spec, host, seed=args.seed, check_every=False, q_heads=q_heads)
+            session = Session(spec, host, seed=args.seed, check_every=False, **attention)
     except SessionError as err:
         raise UsageError(str(err)) from None
     where = "the interpreter" if args.backend == "interp" else _adapter()
@@ -292,10 +298,12 @@ def cmd_session(args: argparse.Namespace) -> int:
         )
     if session.attention is not None:
         cfg = session.attention.cfg
+        n = args.check_attention or 1
+        every = "" if n == 1 else f" every {n} steps"
         print(
             f"attention: {q_heads} query heads ({cfg.group} a kv head) after every decode, "
             f"attend in workgroups of {cfg.workgroup_size}, checked against float64 attention "
-            "over the oracle's rows"
+            f"over the oracle's rows{every}"
         )
     bar = sys.stderr.isatty() and len(plan) >= 100
     started = time.perf_counter()
@@ -349,7 +357,8 @@ def cmd_session(args: argparse.Namespace) -> int:
         f"wall {wall:.1f} s; checked against the oracle {session.checks} times, 0 mismatches"
     )
     if session.attention is not None:
-        print(f"attention checked after {session.attention.runs} decodes, 0 mismatches")
+        a = session.attention
+        print(f"attention checked after {a.checked} of {a.runs} decodes, 0 mismatches")
     if args.csv:
         try:
             with open(args.csv, "w") as f:
@@ -413,6 +422,9 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--q-heads", type=positive,
                    help="query heads attending, a multiple of the kv heads (default: the "
                    "model's query heads per kv head times --kv-heads)")  # fmt: skip
+    s.add_argument("--check-attention", type=positive, metavar="N",
+                   help="with --attention, check every Nth attention step's output (default: "
+                   "each; the others are dispatched and timed alone)")  # fmt: skip
     s.add_argument("--backend", choices=("gpu", "interp"), default="gpu")
     s.add_argument("--check-every", type=count, default=0, metavar="N",
                    help="compare with the oracle every N steps (0: at the end only)")  # fmt: skip

@@ -55,11 +55,12 @@ WORKGROUP = 8
 @dataclass(frozen=True)
 class AttendLayer:
     """One layer's part of an attention step: the cache's ranges by binding name, and the
-    oracle's K and V rows, f32 ``[batch, kv_heads, rows, head_dim]``."""
+    oracle's K and V rows, f32 ``[batch, kv_heads, rows, head_dim]`` (None on a step whose
+    output is not checked)."""
 
     bound: Mapping[str, Bound]
-    k: np.ndarray
-    v: np.ndarray
+    k: np.ndarray | None
+    v: np.ndarray | None
 
 
 def attention(
@@ -182,6 +183,7 @@ class Attention:
             host.write(buf, 0, a)
             self.constants[name] = Bound(buf, 0, a.nbytes)
         self.runs = self.merges = 0  # steps run, and those whose keys took several chunks
+        self.checked = 0  # steps read back and checked (:meth:`check`)
 
     def cache_bytes(self, shape: Mapping[str, int]) -> int:
         """The bytes the contract sizes each cache binding for the cache's ``shape`` (``batch``
@@ -259,6 +261,7 @@ class Attention:
         Returns '' when every layer's output is the reference's, else ``where``'s mismatch
         naming the layer."""
         q, scale, chunks, d = sent.queries, sent.scale, sent.chunks, self.cfg.head_dim
+        self.checked += 1
         raw = np.frombuffer(self.host.read(self.output), np.float32)
         for i, layer in enumerate(layers):
             got = raw[i * self.per // 4 :][: self.q_rows * d]

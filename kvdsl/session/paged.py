@@ -405,7 +405,7 @@ class PagedSession(Run):
                 pool[pairs[:, 1]] = pool[pairs[:, 0]]
         self.copies += len(pairs)
 
-    def _attend_inputs(self) -> tuple:
+    def _attend_inputs(self, oracle: bool) -> tuple:
         # A sequence attends over the positions it holds, through its own page table (a fork
         # reads the pages it shares until it writes them); a page a window released is not
         # read, so the oracle's rows are the held ones, in order, the new token's last.
@@ -422,8 +422,10 @@ class PagedSession(Run):
         layers = []
         for layer in self.layers:
             pools = self._pool(layer, layer.live)
-            sides = []
-            for pool, by_seq in zip(pools, (layer.seq_k, layer.seq_v)):
+            sides: list[np.ndarray | None] = [None, None]
+            for side, (pool, by_seq) in enumerate(zip(pools, (layer.seq_k, layer.seq_v))):
+                if not oracle:
+                    continue
                 stored = by_seq[b, t]
                 if not exact:  # the codes the check accepts (a dense one may move by a step)
                     got = self._stored(pool)[entries[b, t // s.page_size], t % s.page_size]
@@ -433,7 +435,7 @@ class PagedSession(Run):
                 decoded = self.rows.decode(stored.reshape(-1, self.rows.unit), s.head_dim)
                 decoded = self.rows.attended(decoded)
                 out[b, at] = decoded.reshape(len(b), s.kv_heads, s.head_dim)
-                sides.append(out.transpose(0, 2, 1, 3))
+                sides[side] = out.transpose(0, 2, 1, 3)
             # The contract's size for the binding (the room after the pool holds canaries).
             size = max(pools[0].size, self._room)
             bound = {"page_table": table}

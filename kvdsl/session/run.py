@@ -57,6 +57,9 @@ class Run:
     seed: int = 0
     check_every: bool = True
     q_heads: int = 0
+    #: check every this many attention steps' output (1: each one); the others are dispatched
+    #: and timed alone, the oracle's rows neither decoded nor the output read back
+    attention_every: int = 1
 
     def _begin(self, programs: list[Program]) -> None:
         """Compile ``programs`` on the host; start the token generator, every sequence empty
@@ -200,23 +203,27 @@ class Run:
 
     def _attend(self) -> None:
         """The attention step after a decode: ``attend`` over every layer's cache, its output
-        compared with the reference's over the oracle's rows (:mod:`kvdsl.session.attention`);
-        then the usual check. The step's host time is the dispatch's alone (writing the queries,
-        encoding, submitting), as every other step's: the oracle's rows are decoded before it
-        and the output read back and checked after."""
-        lengths, rows, layers, shape, params, *inputs = self._attend_inputs()
+        compared with the reference's over the oracle's rows (:mod:`kvdsl.session.attention`)
+        every :attr:`attention_every` steps; then the usual check. The step's host time is the
+        dispatch's alone (writing the queries, encoding, submitting), as every other step's: the
+        oracle's rows are decoded before it and the output read back and checked after."""
+        due = (self.attention.runs + 1) % self.attention_every == 0
+        lengths, rows, layers, shape, params, *inputs = self._attend_inputs(due)
         t = time.perf_counter()
         sent = self.attention.dispatch(lengths, layers, shape, params, *inputs)
         self.steps.append(Step("attend", 1, time.perf_counter() - t))
-        problem = self.attention.check(f"step {len(self.steps) - 1}, attend", sent, rows, layers)
-        if problem:
-            raise SessionMismatch(problem)
+        if due:
+            where = f"step {len(self.steps) - 1}, attend"
+            problem = self.attention.check(where, sent, rows, layers)
+            if problem:
+                raise SessionMismatch(problem)
         self._after()
 
-    def _attend_inputs(self) -> tuple:
+    def _attend_inputs(self, oracle: bool) -> tuple:
         """The attention step's inputs: each sequence's positions, the oracle's rows it attends
-        over, each layer's cache and oracle rows (:class:`~kvdsl.session.attention.AttendLayer`),
-        the cache's shape, params and, where it has them, integer inputs (the page table)."""
+        over, each layer's cache and, where ``oracle``, the oracle's rows (else None; see
+        :class:`~kvdsl.session.attention.AttendLayer`), the cache's shape, params and, where it
+        has them, integer inputs (the page table)."""
         raise NotImplementedError
 
     def _where(self) -> str:

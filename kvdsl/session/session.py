@@ -320,7 +320,7 @@ class Session(Run):
                     model[b, :, start[b] : start[b] + key_seq] = rows[b]
         self._after()
 
-    def _attend_inputs(self) -> tuple:
+    def _attend_inputs(self, oracle: bool) -> tuple:
         # A sequence attends over the rows it holds: past the capacity, the last row is
         # rewritten (merge_share) or the window slid (window_shift), and the rows are capacity.
         s = self.spec
@@ -331,8 +331,10 @@ class Session(Run):
         layers = []
         for layer in self.layers:
             cache = self._cache(layer, layer.live)
-            rows = []
+            rows: list[np.ndarray | None] = [None, None]
             for side, (r, model) in enumerate(zip(cache, (layer.model_k, layer.model_v))):
+                if not oracle:
+                    continue
                 stored = self._held(model, held)
                 if not exact:  # the codes the check accepts (a dense one may move by a step)
                     got = self._held(self._live(r), held)
@@ -340,7 +342,7 @@ class Session(Run):
                 decoded = self.fmt.attended(
                     self.fmt.decode(stored.reshape(-1, self.fmt.unit), side)
                 )
-                rows.append(decoded.reshape(s.batch, s.kv_heads, held, s.head_dim))
+                rows[side] = decoded.reshape(s.batch, s.kv_heads, held, s.head_dim)
             # The contract's size for the binding (the room after the cache holds canaries).
             size = max(cache[0].size, self._room)
             bound = {n: Bound(r.buffer, r.offset, size) for n, r in zip(("key", "value"), cache)}

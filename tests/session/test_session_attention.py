@@ -178,8 +178,8 @@ def test_a_fork_attends_over_its_own_pages(monkeypatch):
     assert s.alloc.table[0, 1] != s.alloc.table[1, 1] and s.alloc.table[0, 0] == s.alloc.table[1, 0]
     real = PagedSession._attend_inputs
 
-    def shared(self):
-        out = real(self)
+    def shared(self, oracle):
+        out = real(self, oracle)
         table = self.alloc.table.copy()
         table[1] = table[0]
         self._input("page_table", table)  # the kernel's table; the session keeps its own
@@ -270,6 +270,42 @@ def test_an_attend_steps_host_time_is_its_dispatch_alone(monkeypatch, gpu, paged
     assert max(attend) < 0.3, attend
 
 
+@pytest.mark.parametrize("paged", [False, True], ids=["contiguous", "paged"])
+def test_attention_checked_every_nth_step(monkeypatch, paged):
+    """With ``attention_every=3`` every attend step runs but only every third is checked: the
+    oracle's rows are decoded and the reference computed on those alone, and a fault on an
+    unchecked step's output goes unseen until the next checked one, which names itself."""
+    real = attention_module.reference
+    calls = []
+
+    def counted(*args, **kw):
+        calls.append(1)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(attention_module, "reference", counted)
+    if paged:
+        spec = PagedSpec(2, 2, 1, 8, 16, 3, 0, "nhd", "page_table", "int4")
+        s = PagedSession(spec, InterpHost(), seed=5, q_heads=2, attention_every=3)
+    else:
+        s = Session(Spec(2, 2, 1, 8, 16, "int4"), InterpHost(), seed=5, q_heads=2, attention_every=3)  # fmt: skip
+    s.prefill([4, 6])
+    for _ in range(7):
+        s.decode()
+    assert _attends(s) == 7 and s.attention.runs == 7 and s.attention.checked == 2
+    assert len(calls) == 2 * 2  # two checked steps, two layers each
+    short = InterpHost.write
+
+    def fewer(self, buf, offset, data):
+        if buf.label == "attend_seqlens_k":
+            data = np.maximum(np.asarray(data) - 1, 0).astype(np.int32)
+        short(self, buf, offset, data)
+
+    monkeypatch.setattr(InterpHost, "write", fewer)
+    s.decode()  # the eighth attend: not checked
+    with pytest.raises(SessionMismatch, match=r"^after step 18, attend: layer 0 output"):
+        s.decode()  # the ninth: checked
+
+
 def test_attention_is_off_unless_asked_and_draws_apart():
     """Without ``q_heads`` a decode is one step; with it, the tokens drawn are the same (the
     queries have their own generator), so the caches are too."""
@@ -305,7 +341,26 @@ def test_cli_attention(capsys, gpu):
     out = capsys.readouterr().out
     assert "attention: 4 query heads" in out
     assert "attend       30      30 |" in out
-    assert "attention checked after 30 decodes, 0 mismatches" in out
+    assert "attention checked after 30 of 30 decodes, 0 mismatches" in out
+
+
+def test_cli_attention_checked_every_nth_step(capsys):
+    argv = ["session", "--attention", "--check-attention", "4", "--backend", "interp",
+            "--layers", "1", "--steps", "10", "--batch", "2", "--format", "q8_0",
+            "--kv-heads", "1", "--head-dim", "32", "--prompt", "6"]  # fmt: skip
+    assert cli.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "over the oracle's rows every 4 steps" in out
+    assert "attend       10      10 |" in out
+    assert "attention checked after 2 of 10 decodes, 0 mismatches" in out
+
+
+@pytest.mark.parametrize("flag", [["--check-attention", "2"], ["--q-heads", "4"]])
+def test_cli_attention_options_need_attention(capsys, flag):
+    argv = ["session", "--backend", "interp", "--layers", "1", "--steps", "2", *flag]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"{flag[0]}={flag[1]}: an option of the attention steps; give --attention too" in err
 
 
 def test_cli_attention_paged_on_the_interpreter(capsys):
@@ -324,4 +379,4 @@ def test_cli_attention_over_the_template_on_the_interpreter(capsys):
     assert cli.main(argv) == 0
     out = capsys.readouterr().out
     assert "attend       12      12 |" in out
-    assert "attention checked after 12 decodes, 0 mismatches" in out
+    assert "attention checked after 12 of 12 decodes, 0 mismatches" in out
