@@ -7,11 +7,13 @@ runtime's ``params_layout``), the dispatch rule as data, features and limits, an
 variant's ``bytes_per_token_head`` (``kvdsl.kernels.dense.contract_fields``); and states the
 rules a host applies to it (``buffer_sizes``, ``params_bytes``, ``workgroups``,
 ``check_requirements``) over the entry alone; the kernel's requirements become the entry's
-``requires``. What the IR does not know is written once per mode in
-:mod:`~kvdsl.contract.modes`: the shape variables, each binding's size as rows × host values per
-row, each params field's meaning and its value as a formula of the shape variables (held to the
-kernel's extents by ``tests/contract/test_values.py``), and a sentence per requirement;
-:mod:`~kvdsl.contract.attend` holds the same for ``attend`` and ``attend_merge``. :mod:`~kvdsl.contract.expr` is the expression language the sizes and the dispatch's
+``requires``. What the IR does not know is written once per mode, in one
+:class:`~kvdsl.contract.record.Contract` in its family's module
+(:mod:`~kvdsl.contract.cache`, :mod:`~kvdsl.contract.attend`, :mod:`~kvdsl.contract.kivi`;
+:data:`kvdsl.contract.modes.CONTRACTS` gathers them): the shape variables, each binding's size as rows × host values per row, each params field's meaning and
+its value as a formula of the shape variables (held to the kernel's extents by
+``tests/contract/test_values.py``), and a sentence per requirement; :mod:`~kvdsl.contract.modes`
+adds a window's. :mod:`~kvdsl.contract.expr` is the expression language the sizes and the dispatch's
 items are written in, which ``kvdsl.js`` evaluates too; :mod:`~kvdsl.contract.module` writes
 ``kvdsl.js`` and ``kvdsl.d.ts``; :mod:`~kvdsl.contract.schema` ships ``index.schema.json`` and
 validates against it with ``jsonschema`` (the schema checked against its metaschema first).

@@ -20,6 +20,7 @@ import re
 
 from kvdsl.kernels.attend import CacheLayout
 from kvdsl.kernels.attend_variants import row_blocks
+from kvdsl.contract.record import family
 from kvdsl.kernels.config import KernelConfig
 
 #: The modes this module describes.
@@ -198,3 +199,7 @@ def _kivi_sizes(cfg: KernelConfig) -> dict[str, tuple[str, int]]:
         return out | {"kivi_cache": ("batch * groups", h * 2 * (d * g // per + d))}
     words = 2 * cfg.page_size * (d // per + d // g)
     return out | {"kivi_pages": ("pages", h * words), "page_table": ("batch * maxPages", 1)}
+
+
+#: mode → its contract
+CONTRACTS = family(MODES, SHAPES, MEANINGS, sizes, formulas, shape, says, meanings)

@@ -1,7 +1,7 @@
 """A variant's entry of ``emitted/index.json``: the whole host contract as JSON-ready data.
 
 Generated from the kernel (bindings, params struct, workgroup size, dispatch rule, features) and
-the mode's table in :mod:`kvdsl.contract.modes` (shape variables, binding sizes, param meanings).
+the mode's contract in :mod:`kvdsl.contract.modes` (shape variables, binding sizes, param meanings).
 ``emitted/kvdsl.js`` carries the same data (:mod:`kvdsl.contract.module`); :func:`buffer_sizes`,
 :func:`params_bytes` and :func:`workgroups` here are the rules it implements, over the entry alone.
 """
@@ -130,7 +130,7 @@ def bindings(kernel: Kernel, cfg: KernelConfig | None) -> list[dict[str, Any]]:
             if b.name not in sizes:
                 raise ContractError(
                     f"kernel {kernel.name}: binding '{b.name}' has no size in mode {cfg.mode}'s "
-                    f"table (kvdsl/contract/modes.py); it sizes {', '.join(sorted(sizes))}"
+                    f"contract (kvdsl.contract.modes.CONTRACTS); it sizes {', '.join(sorted(sizes))}"
                 )
             rows, width = sizes[b.name]
             if width % b.host_values:
@@ -174,7 +174,7 @@ def params(kernel: Kernel, cfg: KernelConfig | None) -> tuple[list[dict[str, Any
         if mode is not None and name not in meanings:
             raise ContractError(
                 f"kernel {kernel.name}: params field '{name}' has no meaning in mode {mode}'s "
-                "table (kvdsl/contract/modes.py)"
+                "contract (kvdsl.contract.modes.CONTRACTS)"
             )
         fields.append(
             {"name": name, "type": ty.name, "offset": offsets[name]}

@@ -11,6 +11,7 @@ sequence's row of ``maxPages`` entries of ``page_table``, in place of ``groups``
 
 from __future__ import annotations
 
+from kvdsl.contract.record import family
 from kvdsl.kernels.config import KernelConfig
 
 #: The modes this module describes.
@@ -93,3 +94,7 @@ def sizes(cfg: KernelConfig) -> dict[str, tuple[str, int]]:
         pool = ("pages", h * cfg.head_words)
         return out | {"page_table": ("batch * maxPages", 1), "kivi_pages": pool}
     return out | {"kivi_cache": ("batch * groups", h * 2 * (d * g // per + d))}
+
+
+#: mode → its contract
+CONTRACTS = family(MODES, SHAPES, MEANINGS, sizes, formulas, shape, says)

@@ -3,7 +3,7 @@ each requirement with its sentence."""
 
 from __future__ import annotations
 
-from kvdsl.contract.modes import FAMILIES
+from kvdsl.contract.modes import CONTRACTS
 
 #: A kernel's requirement (:attr:`kvdsl.ir.tree.Kernel.requires`, by its text) → what it
 #: keeps true, in words: index.json's ``requires`` gives each with its sentence.
@@ -24,8 +24,7 @@ REQUIREMENTS: dict[str, str] = {
 
 def says(words: str) -> str | None:
     """What a kernel's requirement ``words`` keeps true: :data:`REQUIREMENTS`'s sentence, or that
-    of a mode family with a module of its own (:data:`kvdsl.contract.modes.FAMILIES`, e.g.
+    of a mode's contract (:attr:`kvdsl.contract.modes.Contract.says`, e.g.
     :func:`kvdsl.contract.attend.says`); None for a requirement none states."""
-    return REQUIREMENTS.get(words) or next(
-        (said for f in FAMILIES if (said := f.says(words))), None
-    )
+    own = dict.fromkeys(c.says for c in CONTRACTS.values() if c.says is not None)
+    return REQUIREMENTS.get(words) or next((said for f in own if (said := f(words))), None)

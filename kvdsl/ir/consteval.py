@@ -138,7 +138,7 @@ class ConstEval:
             self.const_values[name] = self._const(sym.value, self.module)
         return self.const_values[name]
 
-    def _float_const(self, name: str, sym: Symbol) -> np.floating | None:
+    def float_const(self, name: str, sym: Symbol) -> np.floating | None:
         """A module const's float value (folded once, in the module's scope)."""
         if name not in self.const_floats:
             self.const_floats[name] = self._const_float(sym.value, self.module)
@@ -424,7 +424,7 @@ class ConstEval:
         if t is ir.Name:
             sym = scope.visible.get(e.name)
             return (
-                self._float_const(e.name, sym) if sym is not None and sym.kind == "const" else None
+                self.float_const(e.name, sym) if sym is not None and sym.kind == "const" else None
             )
         if t is ir.Unary:
             x = self._const_float(e.x, scope) if e.op is _NEG else None

@@ -61,7 +61,7 @@ def module_scope(kernel: ir.Kernel, verifier: Verifier) -> Scope:
             raise VerifyError(f"const {c.name}: value {show(c.value)} is {got}, declared {c.ty}")
         scope.declare(c.name, Symbol(c.ty, "const", "", c.value), c)
         if (c.ty is f32 or c.ty is f16) and not isinstance(c.value, ir.Lit):
-            verifier._float_const(c.name, scope.visible[c.name])  # finite: checked now
+            verifier.float_const(c.name, scope.visible[c.name])  # finite: checked now
     for b in kernel.bindings:
         if b.access not in ("read", "read_write"):
             raise VerifyError(f"binding '{b.name}': access '{b.access}' is not read or read_write")

@@ -5,6 +5,8 @@ data gives the workgroups the runtime dispatches; index.json validates against i
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import copy
 import re
 import json
@@ -17,7 +19,7 @@ from kvdsl import catalog
 from kvdsl.contract import ContractError, ExprError, buffer_sizes, entry, evaluate
 from kvdsl.contract import params_bytes, workgroups
 from kvdsl.contract.expr import product
-from kvdsl.contract.modes import FAMILY, MEANINGS, SHAPES, SIZES, WINDOW_SHAPE
+from kvdsl.contract.modes import CONTRACTS, SHAPES, WINDOW_SHAPE
 from kvdsl.contract.schema import errors, schema, validator
 from kvdsl.harness.cases import cases_for
 from kvdsl.kernels.dense import bytes_per_token_head
@@ -80,17 +82,18 @@ def test_the_contract_covers_every_binding_and_field(monkeypatch):
         table = {"maxPages"} if any(b["name"] == "page_table" for b in e["bindings"]) else set()
         # The attend modes add the cache's variable (seq or pages) and their options'; a paged
         # KIVI variant has pages in place of groups.
-        own = FAMILY[cfg.mode].shape(cfg) if cfg.mode in FAMILY else SHAPES[cfg.mode]
+        own = CONTRACTS[cfg.mode].shape_of(cfg)
         assert set(e["shape"]) - {"positions"} == set(own) | window | table
     cfg, kernel = catalog.config("merge_llama31_8b"), catalog.build("merge_llama31_8b")
-    meanings = {k: v for k, v in MEANINGS["merge"].items() if k != "keySeq"}
+    merge = CONTRACTS["merge"]
+    meanings = {k: v for k, v in merge.meanings.items() if k != "keySeq"}
     with monkeypatch.context() as m:
-        m.setitem(MEANINGS, "merge", meanings)
+        m.setitem(CONTRACTS, "merge", replace(merge, meanings=meanings))
         with pytest.raises(ContractError, match="params field 'keySeq' has no meaning"):
             entry(kernel, cfg)
-    table = SIZES["merge"]
+    fewer = replace(merge, sizes=lambda c: {k: v for k, v in merge.sizes(c).items() if k != "past_v"})  # fmt: skip
     with monkeypatch.context() as m:
-        m.setitem(SIZES, "merge", lambda c: {k: v for k, v in table(c).items() if k != "past_v"})
+        m.setitem(CONTRACTS, "merge", fewer)
         with pytest.raises(ContractError, match="binding 'past_v' has no size"):
             entry(kernel, cfg)
 
@@ -227,3 +230,16 @@ def test_host_doc_names_each_modes_shape_variables():
         row = re.search(rf"^\| `{mode}` \| (.*?) \|", doc, re.M)
         assert row is not None, mode
         assert re.findall(r"`(\w+)`", row.group(1)) == list(names), mode
+
+
+def test_each_mode_states_its_contract_once():
+    """Every catalog mode has one contract record, in one family module, and verification cases;
+    no record is for a mode the catalog lacks. A record's shape is its own shape variables."""
+    from kvdsl.contract import modes
+    from kvdsl.harness.cases import CASES
+
+    families = [set(f.CONTRACTS) for f in modes.FAMILIES]
+    assert sum(map(len, families)) == len(set().union(*families)) == len(modes.CONTRACTS)
+    assert set(modes.CONTRACTS) == set(catalog.MODES) == set(CASES)
+    for mode, c in modes.CONTRACTS.items():
+        assert modes.SHAPES[mode] == c.shape and c.meanings, mode
