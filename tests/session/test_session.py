@@ -52,11 +52,19 @@ def test_every_format_keeps_its_cache_over_a_session(host, fmt):
     assert s.checks == len(s.steps) == (13 if s.fmt.shifts else 11)
     assert s.lengths.tolist() == ([26, 23, 30] if s.fmt.shifts else [13, 10, 17])
     got = s.read()
-    # The read-back rows are the oracle's, decoded (written rows: no poison left in them).
+    # The read-back rows are the cache's words, decoded (written rows: no poison left in them).
+    # The session's checks held those words to the oracle's: on the interpreter exactly; on a
+    # GPU a scale may sit an ulp or two from numpy's (NVIDIA's f32 division is not correctly
+    # rounded) and a code a step.
     live = s.layers[0]
-    want_k = s.fmt.decode(live.model_k.reshape(-1, s.fmt.unit), 0).reshape(got[0][0].shape)
+    words = s._live(s._cache(live, live.live)[0])
+    if host is InterpHost:
+        assert np.array_equal(words, live.model_k.reshape(words.shape), equal_nan=True)
+    want_k = s.fmt.decode(words.reshape(-1, s.fmt.unit), 0).reshape(got[0][0].shape)
     if host is GpuHost and fmt == "ort_q4":  # a GPU's fma may round its norm 1 ulp apart
         np.testing.assert_allclose(got[0][0], want_k, rtol=2e-7, atol=0)
+    elif host is GpuHost and fmt == "int4_asym":  # lo + q * scale may be one fma on a GPU
+        np.testing.assert_allclose(got[0][0], want_k, rtol=2e-7, atol=1e-6)
     else:
         assert np.array_equal(got[0][0], want_k, equal_nan=True)
     assert not np.isnan(got[0][0][:, :, :7]).any()
