@@ -269,7 +269,8 @@ def cmd_session(args: argparse.Namespace) -> int:
     q_heads = 0
     if args.attention:
         q_heads = args.q_heads if args.q_heads is not None else heads * _group(args.model, model)
-    attention = {"q_heads": q_heads, "attention_every": args.check_attention or 1}
+    every = args.check_attention or 1  # check every Nth attend step's output
+    attention = {"q_heads": q_heads, "attention_every": every}
     host = GpuHost() if args.backend == "gpu" else InterpHost()
     try:
         if paged:
@@ -298,12 +299,11 @@ def cmd_session(args: argparse.Namespace) -> int:
         )
     if session.attention is not None:
         cfg = session.attention.cfg
-        n = args.check_attention or 1
-        every = "" if n == 1 else f" every {n} steps"
+        cadence = "" if every == 1 else f" every {every} steps"
         print(
             f"attention: {q_heads} query heads ({cfg.group} a kv head) after every decode, "
             f"attend in workgroups of {cfg.workgroup_size}, checked against float64 attention "
-            f"over the oracle's rows{every}"
+            f"over the oracle's rows{cadence}"
         )
     bar = sys.stderr.isatty() and len(plan) >= 100
     started = time.perf_counter()

@@ -31,6 +31,12 @@ from kvdsl.kernels.window_shift import WindowShiftConfig
 #: mode → its contract
 CONTRACTS: dict[str, Contract] = {}
 
+#: What a fused QKV pass's ``count`` counts (``qkv``, ``paged_qkv``).
+QKV_ROWS = (
+    "rows: every head of every new token (with a dense format not split, a K head and its V head"
+    " are one row)"
+)
+
 
 def _merge_params(cfg: MergeConfig) -> dict[str, str | None]:
     own = {"count": "batch * kv_heads * (pastSeq + keySeq)", "seq": "pastSeq + keySeq"}
@@ -204,8 +210,8 @@ def qkv_params(cfg: QkvConfig | PagedQkvConfig) -> dict[str, str | None]:
 def dense_append_sizes(cfg: DenseAppendConfig) -> Sizes:
     """New BSH in (``keySeq`` tokens per batch), a dense cache of ``seq`` rows per head."""
     src = {"src_k": ("batch * keySeq", cfg.hidden), "src_v": ("batch * keySeq", cfg.hidden)}
-    present = dense_cache("batch * seq", cfg, cfg.kv_heads, PRESENT, "present_scales")
-    return row_sources(cfg) | src | present
+    cache = dense_cache("batch * seq", cfg, cfg.kv_heads, PRESENT, "present_scales")
+    return row_sources(cfg) | src | cache
 
 
 CONTRACTS["dense_append"] = Contract(
@@ -275,7 +281,7 @@ def qkv_sizes(cfg: QkvConfig) -> Sizes:
 CONTRACTS["qkv"] = Contract(
     shape=("batch", "seq", "keySeq"),
     meanings={
-        "count": "rows: every head of every new token (with a dense format not split, a K head and its V head are one row)",
+        "count": QKV_ROWS,
         "keySeq": "new tokens per batch (rows of qkv per batch)",
         "seq": "the cache's capacity: rows per head of present_key/present_value",
     },
@@ -469,7 +475,7 @@ def paged_qkv_sizes(cfg: PagedQkvConfig) -> Sizes:
 CONTRACTS["paged_qkv"] = Contract(
     shape=("batch", "keySeq", "pages"),
     meanings={
-        "count": "rows: every head of every new token (with a dense format not split, a K head and its V head are one row)",
+        "count": QKV_ROWS,
         "keySeq": "new tokens per batch (rows of qkv per batch; with slot_mapping the tokens are batch × keySeq, one slot each)",
         "maxPages": TABLE_ENTRIES,
     },

@@ -1,7 +1,7 @@
 """Every mode's contract (:data:`CONTRACTS`, one :class:`~kvdsl.contract.record.Contract` a
 mode, stated in its family's module: :mod:`~kvdsl.contract.cache`,
-:mod:`~kvdsl.contract.attend`, :mod:`~kvdsl.contract.kivi`), and what a variant's is: its shape variables, params formulas and
-meanings and bindings' sizes, a window's added.
+:mod:`~kvdsl.contract.attend`, :mod:`~kvdsl.contract.kivi`), and what a variant's is: its shape
+variables, params formulas and meanings and bindings' sizes, a window's added.
 
 A binding's size is ``(rows, width)``: ``rows`` an expression of the shape variables
 (:mod:`kvdsl.contract.expr`) and ``width`` the host values per row (f32, f16, i32 or u32 numbers

@@ -24,6 +24,7 @@ Sizes = dict[str, tuple[str, int]]
 
 
 def per_head_seq(cfg: Any) -> str:
+    """A pass owns every row of each (batch, kv head): ``seq``."""
     return "seq"
 
 
@@ -66,9 +67,6 @@ class Contract:
         return dict(self.meanings) if self.variant_meanings is None else self.variant_meanings(cfg)
 
 
-#: mode → its contract
-CONTRACTS: dict[str, Contract] = {}
-
 PER_CHANNEL = (
     "1: k_scale and v_scale (packed: kv_scale's (k, v) pairs) hold one scale per channel "
     "(kv_heads × head_dim); 0: one scale each"
@@ -95,9 +93,7 @@ def present(rows: str, width: int) -> Sizes:
     return {"present_key": (rows, width), "present_value": (rows, width)}
 
 
-def rotary(
-    cfg: Any,
-) -> Sizes:
+def rotary(cfg: Any) -> Sizes:
     """cos_cache and sin_cache: the config's rotated pairs per row (``half``: ``rotary_half``, or
     ``head_dim / 2`` where it is unset) f32 per position; the packed ``rotary_table``
     (:class:`~kvdsl.kernels.config.Bindings`): both, ``2 * half`` f32 per position (its ``half``
@@ -166,5 +162,7 @@ def family(
     (:mod:`kvdsl.contract.attend`, :mod:`kvdsl.contract.kivi`): each mode's shape variables and
     meanings from the family's tables, the rest the family's functions."""
     own = dict(sizes=sizes, params=params, variant_shape=variant_shape, says=says)
-    own |= dict(variant_meanings=variant_meanings)
-    return {m: Contract(shape=shapes[m], meanings=meanings[m], **own) for m in modes}
+    return {
+        m: Contract(shape=shapes[m], meanings=meanings[m], variant_meanings=variant_meanings, **own)
+        for m in modes
+    }

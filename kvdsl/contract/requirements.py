@@ -21,10 +21,12 @@ REQUIREMENTS: dict[str, str] = {
     "maxPages >= 1": "each sequence's row of page_table has at least one entry",
 }
 
+#: The modes' own requirement sentences (:attr:`kvdsl.contract.record.Contract.says`), each once.
+_OWN = tuple(dict.fromkeys(c.says for c in CONTRACTS.values() if c.says is not None))
+
 
 def says(words: str) -> str | None:
     """What a kernel's requirement ``words`` keeps true: :data:`REQUIREMENTS`'s sentence, or that
-    of a mode's contract (:attr:`kvdsl.contract.modes.Contract.says`, e.g.
+    of a mode's contract (:attr:`kvdsl.contract.record.Contract.says`, e.g.
     :func:`kvdsl.contract.attend.says`); None for a requirement none states."""
-    own = dict.fromkeys(c.says for c in CONTRACTS.values() if c.says is not None)
-    return REQUIREMENTS.get(words) or next((said for f in own if (said := f(words))), None)
+    return REQUIREMENTS.get(words) or next((said for f in _OWN if (said := f(words))), None)
