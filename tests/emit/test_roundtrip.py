@@ -31,6 +31,7 @@ from kvdsl.ir.tree import (
     Construct,
     Continue,
     Convert,
+    Expr,
     FnCall,
     For,
     Function,
@@ -46,6 +47,7 @@ from kvdsl.ir.tree import (
     Unary,
     Var,
     WorkgroupVar,
+    walk,
 )
 from kvdsl.ir.ops import Op
 from kvdsl.ir.types import Array, Struct, Vec, bool_, f16, f32, i32, u32
@@ -285,7 +287,12 @@ def stmts(draw, fresh: Fresh, depth: int, in_loop: bool, in_main: bool):
                 out.append(Assign(Name(WRITABLE[ty]), value, op))
             case "store":
                 ty, buf = draw(st.sampled_from([(f32, "out_f"), (u32, "out_u"), (V4F, "out_v")]))
-                out.append(Assign(Index(Name(buf), draw(e(u32))), draw(e(ty))))
+                index, value = draw(e(u32)), draw(e(ty))
+                # WGSL evaluates the reference first: the frontend takes an index that calls a
+                # helper, or that reads memory a call in the value may change, into a let of its
+                # own before the store (kvdsl.frontend.assign.hoisted), a form of its own.
+                assume(not _calls(index) and not (_calls(value) and _reads_memory(index)))
+                out.append(Assign(Index(Name(buf), index), value))
             case "elem":
                 target = draw(
                     st.sampled_from([Index(Name("arr"), Lit(2, u32)), Member(Name("v4"), "y")])
@@ -343,6 +350,14 @@ EPILOGUE = (
     Assign(Index(Name("out_u"), Lit(1, u32)), Name("vu")),
     Assign(Index(Name("out_v"), Lit(2, u32)), Name("v4")),
 )
+
+
+def _calls(e: Expr) -> bool:
+    return any(type(n) is FnCall for n in walk(e))
+
+
+def _reads_memory(e: Expr) -> bool:
+    return any(type(n) is Index for n in walk(e))
 
 
 @st.composite
