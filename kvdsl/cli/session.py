@@ -375,9 +375,9 @@ def cmd_session(args: argparse.Namespace) -> int:
 def _group(name: str, model) -> int:
     """Query heads per KV head of catalog model ``name`` where the catalog's attend variants
     give its query heads, else 1."""
-    from kvdsl.kernels.attend_variants import Q_HEADS
+    from kvdsl.catalog.attend import ATTEND_MODELS
 
-    return Q_HEADS[name] // model.kv_heads if name in Q_HEADS else 1
+    return model.q_heads // model.kv_heads if name in ATTEND_MODELS else 1
 
 
 def _adapter() -> str:
@@ -399,7 +399,7 @@ def add_commands(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--batch", type=positive, default=4)
     s.add_argument("--format", choices=FORMATS, default="f16")
     s.add_argument("--model", default="llama31_8b", help="the catalog model of the cache's "
-                   "kv heads and head dim (see kvdsl/catalog.py)")  # fmt: skip
+                   "kv heads and head dim (see kvdsl/catalog/models.py)")  # fmt: skip
     s.add_argument("--kv-heads", type=positive, help="kv heads (default: the model's)")
     s.add_argument("--head-dim", type=positive, help="head dim (default: the model's)")
     s.add_argument("--prompt", type=positive, default=128,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from kvdsl.kernels.attend import CacheLayout
-from kvdsl.kernels.attend_variants import row_blocks
+from kvdsl.kernels.attend.config import row_blocks
 from kvdsl.contract.record import family
 from kvdsl.kernels.config import KernelConfig
 

@@ -36,7 +36,7 @@ import numpy as np
 from kvdsl.harness.attend_cache import KiviCache, encode, kivi_cache
 from kvdsl.harness.cases import Case, case_generator
 from kvdsl.kernels.attend import HIDDEN, AttendConfig, CacheLayout, RowLayout, plan
-from kvdsl.kernels.attend_variants import row_blocks
+from kvdsl.kernels.attend.config import row_blocks
 from kvdsl.kernels.config import Element
 from kvdsl.kernels.paged import Pool
 from kvdsl.reference.attention import attention, visible

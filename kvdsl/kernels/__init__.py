@@ -28,8 +28,8 @@ format, addressing; pool bindings and sizes; ``index.json``'s ``pages``) and hav
 :mod:`~kvdsl.kernels.paged_pages` for the whole-page kernels (copy, compaction, the window's
 page-table update).
 :mod:`~kvdsl.kernels.attend` reads the caches back (split-K decode attention and the merge of its
-partials); :mod:`~kvdsl.kernels.attend_variants` names its catalog variants and gives the merge
-its own mode, ``attend_merge``.
+partials, the merge its own mode, ``attend_merge``). The named points of every mode are in
+:mod:`kvdsl.catalog`.
 
 Drop-in configs keep the legacy template's binding names, host types, params fields and
 dispatch geometry, so a host that ran the template runs them unchanged. Flat configs change the

@@ -25,19 +25,9 @@ into the f32 row) is invalid WGSL; kvdsl converts on load and on store.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, with_contract
-from kvdsl.kernels.config import (
-    FLOATS,
-    PRESENT,
-    Element,
-    Model,
-    Reduction,
-    Walk,
-    choice,
-    partial_rotary,
-)
+from kvdsl.kernels.config import FLOATS, PRESENT, Element, choice
 from kvdsl.kernels.extents import plus, times
 
 from kvdsl.kernels import rows
@@ -126,34 +116,3 @@ def build(cfg: BuildConfig, name: str = "build") -> Kernel:
 def _transforms_doc(cfg: RowConfig) -> str:
     parts = (["K RMSNorm"] if cfg.k_norm else []) + (["rotary"] if cfg.rotary else [])
     return ", applying " + " and ".join(parts) + " to K" if parts else ""
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, BuildConfig]:
-    """Named ``build`` variants over ``models`` (catalog keys → :class:`Model`)."""
-    flat, sg = {"walk": Walk.FLAT}, {"reduction": Reduction.SUBGROUP}
-    norm, rope, windowed = {"k_norm": True}, {"rotary": True}, {"walk": Walk.FLAT, "window": True}
-    f16_out, f16_in = {"present_type": Element.F16}, {"input_type": Element.F16}
-    v: dict[str, BuildConfig] = {}
-
-    def add(tag: str, key: str, **fields: Any) -> None:
-        v[f"build{tag}_{key}"] = BuildConfig(**models[key].shape, **fields)
-
-    for key, m in models.items():
-        for walk, w in (("", {}), ("_flat", flat)):
-            add(walk, key, **w)
-            add(f"_rotary{walk}", key, **m.rotary, **w)
-    for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
-        for rotary, r in (("", {}), ("_rotary", rope)):
-            for walk, w in (("", {}), ("_flat", flat), ("_flat_sg", flat | sg), ("_sg", sg)):
-                add(f"_knorm{rotary}{walk}", key, **norm, **r, **w)
-    add("_rotary_f16", "llama31_8b", **rope, **f16_out)
-    add("_rotary_f16_in", "llama31_8b", **rope, **f16_in, **f16_out)
-    add("_rotary_flat_f16", "llama31_8b", **rope, **f16_out, **flat)
-    add("_rotary_flat_f16_in", "llama31_8b", **rope, **f16_in, **f16_out, **flat)
-    for key, m in partial_rotary(models).items():  # the rotary's f16 forms
-        add("_rotary_f16", key, **m.rotary, **f16_out)
-        add("_rotary_flat_f16_in", key, **m.rotary, **f16_in, **f16_out, **flat)
-    for key in ("qwen25_05b", "llama31_8b"):
-        add("_rotary_windowed", key, **rope, **windowed)
-    add("_knorm_rotary_windowed", "qwen3_06b", **norm, **rope, **windowed)
-    return v

@@ -152,32 +152,6 @@ class RotaryPosition(StrEnum):
     PAST_SEQ = "past_seq"
 
 
-@dataclass(frozen=True)
-class Model:
-    """A model family's KV-cache shape and its rotary: ``half`` pairs per head (the first
-    ``2 * half`` dimensions rotate), or None where rotary turns the whole head."""
-
-    name: str
-    kv_heads: int
-    head_dim: int
-    half: int | None = None
-
-    @property
-    def shape(self) -> dict[str, int]:
-        """The config fields of the shape: ``kv_heads`` and ``head_dim``."""
-        return {"kv_heads": self.kv_heads, "head_dim": self.head_dim}
-
-    @property
-    def rotary(self) -> dict[str, Any]:
-        """The config fields of the model's rotary: ``rotary`` and ``rotary_half``."""
-        return {"rotary": True, "rotary_half": self.half}
-
-
-def partial_rotary(models: dict[str, Model]) -> dict[str, Model]:
-    """The models whose rotary turns only part of a head (Phi-2, GPT-NeoX, StableLM)."""
-    return {key: m for key, m in models.items() if m.half is not None}
-
-
 class ConfigError(ValueError):
     """A config field holds a value the kernel cannot be built for."""
 

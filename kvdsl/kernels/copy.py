@@ -18,7 +18,6 @@ from kvdsl.kernels.config import (
     PRESENT,
     Element,
     KernelConfig,
-    Model,
     Walk,
     choice,
     positive_int,
@@ -74,16 +73,3 @@ def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     kernel = kb.build(dispatch, doc)
     n = times(rows, head_dim)
     return walks.vector_extents(with_contract(kernel, {b.name: n for b in kernel.bindings}))
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, CopyConfig]:
-    """The flat copy variants (the drop-in ones are named in :mod:`kvdsl.catalog`)."""
-    v: dict[str, CopyConfig] = {}
-    for key, m in models.items():
-        v[f"copy_flat_{key}"] = CopyConfig(head_dim=m.head_dim, walk=Walk.FLAT)
-    flat = {"walk": Walk.FLAT}
-    v["copy_flat_f16_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.F16, **flat)
-    v["copy_flat_int8_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.I32, **flat)
-    # A packed int4 row of head dim 128 is 64 u32 words.
-    v["copy_flat_int4_llama31_8b"] = CopyConfig(head_dim=64, present_type=Element.U32, **flat)
-    return v

@@ -40,7 +40,6 @@ from kvdsl.kernels.config import (
     CacheConfig,
     DenseFormat,
     Element,
-    Model,
     choice,
     format_choice,
     require,
@@ -58,7 +57,7 @@ from kvdsl.kernels.dense_fields import (
     require_rotation,
 )
 from kvdsl.nodes import rotation, walks, words
-from kvdsl.nodes.formats import FORMATS, Format, format_of
+from kvdsl.nodes.formats import Format, format_of
 from kvdsl.nodes.index import bsh, split_rows
 from kvdsl.nodes.quantise import (
     Destination,
@@ -463,42 +462,3 @@ def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
     if side is not None:
         extents["cache_scales"] = times(count, 2 * n)
     return walks.vector_extents(with_contract(kernel, extents))
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
-    """Named dense variants: at Llama-3.1-8B's shape every format with each place of its
-    scales, appended plain and (scales inline) rotated, and read back; at Qwen2.5-0.5B's (head
-    dim 64: ggml rows of two blocks) every format's rotary append; one f16-input append;
-    int8, int4 and q4_0 appends and an int4 build with K rotated over the whole head."""
-    modes = {"append": DenseAppendConfig, "build": DenseBuildConfig, "read": DenseReadConfig}
-    rope, qwen3 = {"rotary": True}, "qwen3_06b"  # a family with QK RMSNorm
-    v: dict[str, DenseConfig] = {}
-
-    def add(mode: str, tag: str, key: str = "llama31_8b", **fields: Any) -> None:
-        v[f"dense_{mode}_{tag}_{key}"] = modes[mode](**models[key].shape, **fields)
-
-    for f in DenseFormat:
-        ggml = FORMATS[f.value].ggml
-        for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
-            tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
-            add("append", tag, format=f, scales=place)
-            add("read", tag, format=f, scales=place)
-        add("append", f"rotary_{f.value}", format=f, **rope)
-        add("append", f"rotary_{f.value}", "qwen25_05b", format=f, **rope)
-        add("build", f"rotary_{f.value}", format=f, **rope)
-    for f in (DenseFormat.INT8, DenseFormat.Q4_0):
-        add("append", f"knorm_rotary_{f.value}", qwen3, format=f, k_norm=True, **rope)
-    side = {"scales": ScalePlace.SIDE}
-    add("append", "knorm_int4_asym_side", qwen3, format=DenseFormat.INT4_ASYM, **side, k_norm=True)
-    # K rotated over the whole head before quantising, beside the unrotated twins above
-    whole = models["llama31_8b"].head_dim
-    for f in (DenseFormat.INT8, DenseFormat.INT4, DenseFormat.Q4_0):
-        add("append", f"rotary_{f.value}_rotation{whole}", format=f, **rope, rotation=whole)
-    add("build", f"rotary_int4_rotation{whole}", format=DenseFormat.INT4, **rope, rotation=whole)
-    add("build", "int8_side", **side)
-    add("build", "knorm_rotary_q8_0", qwen3, format=DenseFormat.Q8_0, k_norm=True, **rope)
-    f16_out = {"output_type": Element.F16}
-    add("read", "q4_0_f16", format=DenseFormat.Q4_0, **f16_out)
-    add("read", "int8_f16", **f16_out)
-    add("append", "rotary_q8_0_f16_in", format=DenseFormat.Q8_0, **rope, input_type=Element.F16)
-    return v

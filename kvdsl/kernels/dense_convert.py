@@ -22,9 +22,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32, with_contract
-from kvdsl.kernels.config import Model, choice, require
+from kvdsl.kernels.config import choice, require
 from kvdsl.kernels.extents import times
-from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, DenseFormat, dense_rows, format_choice
+from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, dense_rows, format_choice
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
 from kvdsl.kernels.dense_modes import load_run, quantise_workgroup, require_quantised_rows
 from kvdsl.nodes import walks, words
@@ -169,33 +169,3 @@ def _decoded(
         ]  # fmt: skip
         run.append(kb.let(f"{which}{j}", construct(F32X4, *lanes)))
     return run
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
-    """Named format-to-format copies: at Llama-3.1-8B's shape f16 rows into every format with
-    each place of its scales, f32 into int8, and dense sources into others (int8 → q4_0,
-    int8 → int4, q8_0 → q4_0, int4_asym with side scales → int8); at Qwen2.5-0.5B's (head dim
-    64) f16 into every format inline."""
-    v: dict[str, DenseConfig] = {}
-    llama = models["llama31_8b"].shape
-    for f in DenseFormat:
-        if FORMATS[f.value].rotated:
-            continue  # refused: dense_append writes its rows
-        ggml = FORMATS[f.value].ggml
-        for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
-            tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
-            v[f"dense_convert_f16_to_{tag}_llama31_8b"] = DenseConvertConfig(
-                **llama, format=f, scales=place
-            )
-        v[f"dense_convert_f16_to_{f.value}_qwen25_05b"] = DenseConvertConfig(
-            **models["qwen25_05b"].shape, format=f
-        )
-    v["dense_convert_f32_to_int8_llama31_8b"] = DenseConvertConfig(**llama, source=Source.F32)
-    for src, dst in (("int8", "q4_0"), ("int8", "int4"), ("q8_0", "q4_0")):
-        v[f"dense_convert_{src}_to_{dst}_llama31_8b"] = DenseConvertConfig(
-            **llama, source=src, format=dst
-        )
-    v["dense_convert_int4_asym_side_to_int8_llama31_8b"] = DenseConvertConfig(
-        **llama, source=Source.INT4_ASYM, source_scales=ScalePlace.SIDE
-    )
-    return v

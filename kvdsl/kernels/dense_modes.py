@@ -43,7 +43,6 @@ from kvdsl.kernels.config import (
     ROTARY_TABLE,
     ROTARY_TABLES,
     Element,
-    Model,
     RotaryHalf,
     ShiftRegion,
     choice,
@@ -54,11 +53,10 @@ from kvdsl.kernels.config import (
 from kvdsl.kernels.extents import ceil_div, emax, plus, times
 
 from kvdsl.kernels.plan import require_whole_rows, rows_workgroup
-from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.dense import QUANTISE_WORKGROUP, DenseConfig
 from kvdsl.kernels.dense import dense_rows
 from kvdsl.kernels.window_shift import ROTARY_REGIONS
 from kvdsl.nodes import walks, words
-from kvdsl.nodes.formats import FORMATS
 from kvdsl.nodes.index import split_rows
 from kvdsl.nodes.quantise import Quantiser, row_lanes
 from kvdsl.nodes.quantise.quantiser import StoredRow
@@ -414,36 +412,3 @@ def load_run(
         rotated = rotate_loaded(kb, lambda i: words.as_f32(kb, src_k[base + i]), at, rot, j)
         k.append(kb.let(f"k{j}", rotated))
     return k, v
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, DenseConfig]:
-    """Named dense cache passes: at Llama-3.1-8B's shape every format with each place of its
-    scales (the retain pass, the shift pass and the rotary append pass; ``all`` with rotary
-    inline); ``dense_retain`` at Qwen2.5-0.5B's (head dim 64: rows of an odd number of words)
-    and ``dense_window_shift`` at Gemma-2-2B's (sliding-window layers, head dim 256), every
-    format inline; one f16-input append."""
-    v: dict[str, DenseConfig] = {}
-
-    def add(name: str, key: str = "llama31_8b", **fields: Any) -> None:
-        cls = DenseRetainConfig if name.startswith("retain") else DenseWindowShiftConfig
-        v[f"dense_{name}_{key}"] = cls(**models[key].shape, **fields)
-
-    regions = (ShiftRegion.SHIFT, ShiftRegion.APPEND, ShiftRegion.ALL)
-    shift, append, every = ({"region": r} for r in regions)
-    for f in DenseFormat:
-        if FORMATS[f.value].rotated:
-            continue  # its appends are dense_append's; its rows move as any format's
-        ggml = FORMATS[f.value].ggml
-        for place in [ScalePlace.INLINE] if ggml else list(ScalePlace):
-            tag = f.value + ("_side" if place is ScalePlace.SIDE else "")
-            fs = {"format": f, "scales": place}
-            add(f"retain_{tag}", **fs)
-            add(f"window_shift_shift_{tag}", **fs, **shift)
-            add(f"window_shift_append_rotary_{tag}", **fs, **append, rotary=True)
-        add(f"window_shift_all_rotary_{f.value}", format=f, **every, rotary=True)
-        add(f"retain_{f.value}", "qwen25_05b", format=f)
-        add(f"window_shift_shift_{f.value}", "gemma2_2b", format=f, **shift)
-        add(f"window_shift_all_{f.value}", "gemma2_2b", format=f, **every)
-    f16_in = {"input_type": Element.F16}
-    add("window_shift_append_q4_0_f16_in", "gemma2_2b", format=DenseFormat.Q4_0, **append, **f16_in)
-    return v

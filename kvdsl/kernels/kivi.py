@@ -78,12 +78,7 @@ from kvdsl.ir import (
     vec,
     with_contract,
 )
-from kvdsl.kernels.config import (
-    CacheConfig,
-    Model,
-    choice,
-    require,
-)
+from kvdsl.kernels.config import CacheConfig, choice, require
 from kvdsl.kernels.extents import emax, plus, times
 from kvdsl.ir.tree import Expr
 from kvdsl.kernels.paged import require_page_size
@@ -385,18 +380,3 @@ def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
         requires = {"flushGroup * GROUP + GROUP <= seq": flush * g + g <= seq}
     kernel = kb.build(Dispatch(items.node, cfg.workgroup_size, cfg.fold), doc)
     return with_contract(kernel, extents, requires)
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, KiviConfig]:
-    """KIVI 2-bit at Llama-3.1-8B's shape: groups of 128 (36 B per token-head), 64 (40 B) and
-    32 (48 B); the flush into pages of 256 tokens (two groups of 128, eight of 32)."""
-    shape = models["llama31_8b"].shape
-    v: dict[str, KiviConfig] = {}
-    for group in (128, 64, 32):
-        v[f"kivi_append_2bit_g{group}_llama31_8b"] = KiviAppendConfig(**shape, group=group)
-        v[f"kivi_flush_2bit_g{group}_llama31_8b"] = KiviFlushConfig(**shape, group=group)
-    for group in (128, 32):
-        v[f"kivi_flush_2bit_g{group}_paged256_llama31_8b"] = KiviFlushConfig(
-            **shape, group=group, cache=KiviCache.PAGED, page_size=256
-        )
-    return v

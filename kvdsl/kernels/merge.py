@@ -33,7 +33,6 @@ from kvdsl.kernels.config import (
     ROTARY_TABLES,
     CacheConfig,
     Element,
-    Model,
     Walk,
     choice,
     require_window,
@@ -174,23 +173,3 @@ def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     requires = {"seq >= 1": seq >= 1, fits: seq <= past_seq + key_seq}
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return walks.vector_extents(with_contract(kernel, extents, requires))
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, MergeConfig]:
-    """Named merge variants over a few model shapes, every walk and element type."""
-    v: dict[str, MergeConfig] = {}
-    for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
-        shape = models[key].shape
-        v[f"merge_{key}"] = MergeConfig(**shape)
-        v[f"merge_per_row_{key}"] = MergeConfig(**shape, walk=Walk.PER_ROW)
-        v[f"merge_flat_{key}"] = MergeConfig(**shape, walk=Walk.FLAT)
-    shape = models["llama31_8b"].shape
-    f16 = {"present_type": Element.F16, "input_type": Element.F16}
-    v["merge_f16_llama31_8b"] = MergeConfig(**shape, **f16)
-    v["merge_per_row_f16_llama31_8b"] = MergeConfig(**shape, walk=Walk.PER_ROW, **f16)
-    v["merge_flat_f16_llama31_8b"] = MergeConfig(**shape, walk=Walk.FLAT, **f16)
-    v["merge_f32_to_f16_llama31_8b"] = MergeConfig(**shape, present_type=Element.F16)
-    for key in ("qwen25_05b", "llama31_8b"):
-        shape = models[key].shape
-        v[f"merge_windowed_{key}"] = MergeConfig(**shape, walk=Walk.FLAT, window=True)
-    return v

@@ -34,7 +34,6 @@ are bound whole.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, with_contract
 from kvdsl.kernels.config import (
@@ -42,12 +41,10 @@ from kvdsl.kernels.config import (
     COPY_WALKS,
     CacheConfig,
     Element,
-    Model,
     ShareRegion,
     Walk,
     choice,
     one_of,
-    partial_rotary,
     require_rotary,
 )
 from kvdsl.kernels.extents import ceil_div, times
@@ -171,46 +168,3 @@ def _append(kb: KernelBuilder, cfg: MergeShareConfig, pairs: bool) -> MovedRows:
         kb.comment(f"NeoX rotation of {what}; row t is its own absolute position.")
     move_new(kb, *m.new, n_src, it.d, rot, *m.present, dst, pairs)
     return m
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, MergeShareConfig]:
-    """Named merge_share passes: both regions, every walk, rotary on and off, f16."""
-    retain, append = {"region": ShareRegion.RETAIN}, {"region": ShareRegion.APPEND}
-    flat, per_row, hybrid = ({"walk": w} for w in (Walk.FLAT, Walk.PER_ROW, Walk.HYBRID))
-    rope, windowed = {"rotary": True}, {"walk": Walk.FLAT, "window": True}
-    f16 = {"present_type": Element.F16, "input_type": Element.F16}
-    v: dict[str, MergeShareConfig] = {}
-
-    def add(tag: str, key: str, **fields: Any) -> None:
-        v[f"merge_share_{tag}_{key}"] = MergeShareConfig(**models[key].shape, **fields)
-
-    for key in ("qwen25_05b", "llama31_8b", "gemma3_1b"):
-        add("retain", key, **retain)
-        add("retain_per_row", key, **retain, **per_row)
-        add("retain_flat", key, **retain, **flat)
-        add("append", key, **append)
-        add("append_rotary", key, **append, **rope)
-        add("append_flat", key, **append, **flat)
-        add("append_rotary_flat", key, **append, **flat, **rope)
-        if key != "gemma3_1b":
-            add("append_rotary_hybrid", key, **append, **hybrid, **rope)
-    key = "llama31_8b"
-    add("append_per_row", key, **append, **per_row)
-    add("append_rotary_per_row", key, **append, **per_row, **rope)
-    add("append_hybrid", key, **append, **hybrid)
-    add("retain_f16", key, **retain, **f16)
-    add("append_rotary_f16", key, **append, **rope, **f16)
-    add("retain_flat_f16", key, **retain, **flat, **f16)
-    add("append_rotary_flat_f16", key, **append, **flat, **rope, **f16)
-    add("append_rotary_per_row_f16", key, **append, **per_row, **rope, **f16)
-    for key, m in partial_rotary(models).items():
-        add("append_rotary", key, **append, **m.rotary)
-        for name, walk in (("flat", flat), ("hybrid", hybrid), ("per_row", per_row)):
-            add(f"append_rotary_{name}", key, **append, **walk, **m.rotary)
-        add("append_rotary_f16", key, **append, **m.rotary, **f16)
-        add("append_rotary_flat_f16", key, **append, **flat, **m.rotary, **f16)
-    for key in ("qwen25_05b", "llama31_8b"):
-        add("retain_windowed", key, **retain, **windowed)
-        add("append_rotary_windowed", key, **append, **rope, **windowed)
-    add("append_windowed", "llama31_8b", **append, **windowed)
-    return v

@@ -1,6 +1,6 @@
 """Paged KV caches (:mod:`kvdsl.nodes.paged`): the paged modes' configs (page geometry, the
-rows' format, addressing), their pool bindings and sizes, ``index.json``'s page fields and the
-catalog's paged variants. :mod:`kvdsl.kernels.paged_append` writes new tokens into pages,
+rows' format, addressing), their pool bindings and sizes and ``index.json``'s page fields.
+:mod:`kvdsl.kernels.paged_append` writes new tokens into pages,
 :mod:`kvdsl.kernels.paged_read` gathers rows back from them, :mod:`kvdsl.kernels.paged_pages`
 copies, compacts and slides them.
 """
@@ -20,7 +20,6 @@ from kvdsl.kernels.config import (
     MAX_WORKGROUP,
     CacheConfig,
     Element,
-    Model,
     choice,
     multiple_of,
     require,
@@ -331,48 +330,3 @@ def page_fields(cfg: Any) -> dict[str, Any]:
             "scale_page_values": 0 if sides is None else sides.stride,
         }
     }
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, PagedConfig]:
-    """Named paged appends and reads at Llama-3.1-8B's shape (8 × 128): page sizes 16 and 64,
-    NHD and HND, separate and combined pools, both addressings, f32 and f16 pools, the dense
-    formats (scales inline and in scale_pages; ORT's ``ort_q4``), rotary and (Qwen3's shape) K
-    RMSNorm."""
-    f16, rope = {"format": PagedFormat.F16}, {"rotary": True}
-    table, side = {"addressing": Addressing.PAGE_TABLE}, {"scales": ScalePlace.SIDE}
-    hnd, p64 = {"page_layout": PageLayout.HND}, {"page_size": 64}
-    f16_out = {"output_type": Element.F16}
-    v: dict[str, PagedConfig] = {}
-
-    def add(name: str, key: str = "llama31_8b", **fields: Any) -> None:
-        cls = PagedReadConfig if name.startswith("read") else PagedAppendConfig
-        v[f"paged_{name}_{key}"] = cls(**models[key].shape, **fields)
-
-    for size in (16, 64):
-        for lay in PageLayout:
-            tag, geo = f"p{size}_{lay.value}", {"page_size": size, "page_layout": lay}
-            for a in Addressing:
-                add(f"append_{a.value}_{tag}", **geo, addressing=a)
-                add(f"read_{a.value}_{tag}", **geo, addressing=a)
-            add(f"append_rotary_f16_{tag}", **geo, **rope, **f16)
-    tvm = {"page_size": 16, "page_layout": PageLayout.HND, "pool": Pool.COMBINED}
-    add("append_rotary_tvm_f16", **tvm, **rope, **f16)
-    add("read_tvm_f16", **tvm, **f16, **f16_out)
-    add("append_page_table_rotary_p64_hnd", **p64, **hnd, **table, **rope)
-    combined = {"pool": Pool.COMBINED, "k_norm": True}
-    add("append_knorm_rotary_combined", "qwen3_06b", **combined, **table, **rope)
-    add("append_f16_in_p16_nhd", input_type=Element.F16, **f16)
-    # Dense formats in pages, their scales inline or in scale_pages.
-    add("append_int8_side_page_table_p16_nhd", format=PagedFormat.INT8, **side, **table)
-    add("append_rotary_q4_0_p16_hnd", format=PagedFormat.Q4_0, **rope, **hnd)
-    add("append_rotary_int4_page_table_p64_nhd", format=PagedFormat.INT4, **rope, **table, **p64)
-    add("append_rotary_q8_0_page_table_p16_nhd", format=PagedFormat.Q8_0, **rope, **table)
-    asym = {"format": PagedFormat.INT4_ASYM, **side}
-    add("append_knorm_int4_asym_side_page_table", "qwen3_06b", **asym, k_norm=True, **table)
-    add("read_int8_side_page_table_p16_nhd", format=PagedFormat.INT8, **side)
-    slots = {"addressing": Addressing.SLOT_MAPPING}
-    add("read_q8_0_slot_mapping_p16_hnd", format=PagedFormat.Q8_0, **slots, **hnd)
-    add("read_int4_asym_side_p64_hnd_f16", **asym, **hnd, **p64, **f16_out)
-    # ONNX Runtime's 4-bit rows, K and V in its rotated basis (attend_paged_ort_q4_p16_nhd)
-    add("append_rotary_ort_q4_page_table_p16_nhd", format=PagedFormat.ORT_Q4, **rope, **table)
-    return v

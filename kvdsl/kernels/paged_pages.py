@@ -28,13 +28,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, largest, lit, select, u32, with_contract
-from kvdsl.kernels.dense import ScalePlace
-from kvdsl.kernels.config import KernelConfig, Model
+from kvdsl.kernels.config import KernelConfig
 from kvdsl.kernels.extents import ceil_div, emax, plus, times
 
 from kvdsl.kernels.paged import (
     PagedConfig,
-    PagedFormat,
     pool_bindings,
     pool_extents,
     require_page_size,
@@ -42,7 +40,7 @@ from kvdsl.kernels.paged import (
 )
 from kvdsl.nodes import paged, walks
 from kvdsl.nodes.index import flat_index
-from kvdsl.nodes.paged import PageLayout, Pool
+from kvdsl.nodes.paged import Pool
 from kvdsl.nodes.window import total_tokens
 
 COMPACT_POOLS, COMPACT_COMBINED = ("compact_key", "compact_value"), "compact_kv"
@@ -176,26 +174,3 @@ def paged_window(cfg: PagedWindowConfig, name: str = "paged_window") -> Kernel:
     kernel = kb.build(dispatch, "Slide a window over paged sequences: release whole pages.")
     extents = {"seqlens_k": ceil_div(count, max_pages), "page_table": count, "freed_pages": count}
     return with_contract(kernel, extents, {"maxPages >= 1": max_pages >= 1})
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, KernelConfig]:
-    """Named page kernels at Llama-3.1-8B's shape: copy and compact of f32 and f16 pools,
-    separate and combined, and of int8 pages with side scales and q4_0 pages; the window at
-    page sizes 16, 64 and 256."""
-    llama = models["llama31_8b"].shape
-    v: dict[str, KernelConfig] = {}
-    for ty in ("f32", "f16"):
-        for pool in Pool:
-            tag = f"{ty}_{pool.value}"
-            for mode, cls in (("copy", PagedCopyConfig), ("compact", PagedCompactConfig)):
-                v[f"paged_{mode}_{tag}_p16_llama31_8b"] = cls(
-                    **llama, pool=pool, format=ty, page_layout=PageLayout.NHD
-                )
-    side = {"scales": ScalePlace.SIDE}
-    for mode, cls in (("copy", PagedCopyConfig), ("compact", PagedCompactConfig)):
-        v[f"paged_{mode}_int8_side_p16_llama31_8b"] = cls(**llama, format=PagedFormat.INT8, **side)
-        v[f"paged_{mode}_q4_0_p16_llama31_8b"] = cls(**llama, format=PagedFormat.Q4_0)
-    v["paged_copy_f32_separate_p64_llama31_8b"] = PagedCopyConfig(**llama, page_size=64)
-    for size in (16, 64, 256):
-        v[f"paged_window_p{size}"] = PagedWindowConfig(page_size=size)
-    return v

@@ -48,11 +48,11 @@ from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, select
 from kvdsl.kernels.build import BuildConfig
-from kvdsl.kernels.config import Element, Model, RowLayout, Walk
-from kvdsl.kernels.dense import DenseAppendConfig, DenseFormat, ScalePlace
+from kvdsl.kernels.config import Walk
+from kvdsl.kernels.dense import DenseAppendConfig
 from kvdsl.kernels.extents import ceil_div, times
 from kvdsl.kernels.merge_share import MergeShareConfig
-from kvdsl.kernels.qkv_config import Q_HEADS, Chain, QkvConfig, bytes_moved, chain_start, describe
+from kvdsl.kernels.qkv_config import Chain, QkvConfig, bytes_moved, chain_start, describe
 from kvdsl.kernels.qkv_dense import qkv_dense
 from kvdsl.kernels.qkv_frame import Frame, Target, normed_rows, qkv_contract
 from kvdsl.kernels.qkv_paged import PagedTarget
@@ -155,48 +155,6 @@ def contract_fields(cfg: Any) -> dict[str, Any]:
     if not isinstance(cfg, QkvConfig) or cfg.mode != "qkv":
         return {}
     return {"bytes_moved": bytes_moved(cfg)}
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, QkvConfig]:
-    """Named ``qkv`` variants: each model's own transforms (Llama 3.1 8B and Phi-3 rotary;
-    Qwen3 0.6B and Gemma 3 1B Q and K RMSNorm and rotary; Qwen2.5 0.5B the QKV bias and rotary),
-    f32 throughout and in f16 (input, Q and cache), Q in BNSH; Llama's also with Q in BSH, and
-    K/V appended without rotary; Phi-2's partial rotary; and caches in dense formats (int8 and
-    q4_0 at Llama's shape, int8 at Qwen3's, q8_0 at Gemma's, int4 with side scales at
-    Qwen2.5's), and int4 at Llama's with K rotated over the whole head (``rotation``); ORT's
-    ``ort_q4`` at Llama's (K and V in its own rotated basis)."""
-    norms = {"q_norm": True, "k_norm": True}
-    own = {"llama31_8b": {}, "phi3_mini": {}, "qwen3_06b": norms, "gemma3_1b": norms}
-    own["qwen25_05b"] = {"bias": True}
-    f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
-    v: dict[str, QkvConfig] = {}
-
-    def add(tag: str, key: str, **fields: Any) -> None:
-        shape = models[key].shape | {"q_heads": Q_HEADS[key]}
-        v[f"qkv_{tag}{key}"] = QkvConfig(**shape, **fields)
-
-    for key, extra in own.items():
-        add("", key, **models[key].rotary, **extra)
-        add("f16_", key, **models[key].rotary, **extra, **f16)
-    add("bsh_", "llama31_8b", rotary=True, q_layout=RowLayout.BSH)
-    add("norotary_", "llama31_8b")
-    add("partial_", "phi2", **models["phi2"].rotary)
-    for key, fmt, place in (
-        ("llama31_8b", DenseFormat.INT8, ScalePlace.INLINE),
-        ("llama31_8b", DenseFormat.Q4_0, ScalePlace.INLINE),
-        ("qwen3_06b", DenseFormat.INT8, ScalePlace.INLINE),
-        ("gemma3_1b", DenseFormat.Q8_0, ScalePlace.INLINE),
-        ("qwen25_05b", DenseFormat.INT4, ScalePlace.SIDE),
-    ):
-        tag = fmt.value + ("_side_" if place is ScalePlace.SIDE else "_")
-        add(tag, key, rotary=True, **own[key], format=fmt, scales=place)
-    # int4 with K rotated over the whole head (attend_int4_rotation128_llama31_8b reads it)
-    int4 = {"rotary": True, "format": DenseFormat.INT4}
-    add("int4_rotation128_", "llama31_8b", **int4, rotation=models["llama31_8b"].head_dim)
-    add("int4_", "llama31_8b", **int4)  # its unrotated twin
-    # ONNX Runtime's 4-bit cache, K and V in its own rotated basis (attend_ort_q4_llama31_8b)
-    add("ort_q4_", "llama31_8b", rotary=True, format=DenseFormat.ORT_Q4)
-    return v
 
 
 def chain(cfg: QkvConfig) -> Chain:

@@ -1,11 +1,10 @@
 """The ``qkv`` mode's config (:class:`QkvConfig`, also ``paged_qkv``'s base): the heads, the
 transforms (bias, Q and K RMSNorm, rotary, whole or partial), the element types, Q's layout and,
 with a dense ``format``, the quantiser's walk; and what a config means beside its kernel: the
-kernel's doc comment (:func:`describe`), the bytes a dispatch moves (:func:`bytes_moved`), the
-catalog models' query heads (:data:`Q_HEADS`) and the unfused chain of kvdsl's own kernels it
-equals (:class:`Chain`, :func:`chain_start`). The kernels are :mod:`kvdsl.kernels.qkv` (f32 and
-f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a dense format), over the frame of
-:mod:`kvdsl.kernels.qkv_frame`.
+kernel's doc comment (:func:`describe`), the bytes a dispatch moves (:func:`bytes_moved`) and
+the unfused chain of kvdsl's own kernels it equals (:class:`Chain`, :func:`chain_start`). The
+kernels are :mod:`kvdsl.kernels.qkv` (f32 and f16 rows) and :mod:`kvdsl.kernels.qkv_dense` (a
+dense format), over the frame of :mod:`kvdsl.kernels.qkv_frame`.
 """
 
 from __future__ import annotations
@@ -260,17 +259,6 @@ def bytes_moved(cfg: QkvConfig) -> str:
     fixed = cfg.norm_weights * 4 + (cfg.heads * d * 4 if cfg.bias else 0)
     out = f"batch * keySeq * {per_token} + batch * 4"
     return out + (f" + {fixed}" if fixed else "")
-
-
-#: The query heads of the catalog's models (their published configs' ``num_attention_heads``).
-Q_HEADS = {
-    "llama31_8b": 32,
-    "qwen3_06b": 16,
-    "gemma3_1b": 4,
-    "phi3_mini": 32,
-    "qwen25_05b": 14,
-    "phi2": 32,
-}
 
 
 @dataclass(frozen=True)

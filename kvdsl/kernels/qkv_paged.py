@@ -31,19 +31,10 @@ from typing import Any
 
 from kvdsl.ir import KernelBuilder, Val, i32, max_, min_, u32
 from kvdsl.ir.tree import Member, Name
-from kvdsl.kernels.config import (
-    MAX_STORAGE_BUFFERS,
-    ROTARY_TABLE,
-    Element,
-    Model,
-    Walk,
-    choice,
-    require,
-)
+from kvdsl.kernels.config import MAX_STORAGE_BUFFERS, ROTARY_TABLE, Walk, choice, require
 from kvdsl.kernels.build import BuildConfig
 from kvdsl.kernels.extents import times
 
-from kvdsl.kernels.dense import DenseFormat, ScalePlace
 from kvdsl.kernels.paged import (
     PageFields,
     PagedAppendConfig,
@@ -56,11 +47,11 @@ from kvdsl.kernels.paged import (
     scale_binding,
     scale_pages,
 )
-from kvdsl.kernels.qkv_config import Q_HEADS, Chain, QkvConfig, chain_start
+from kvdsl.kernels.qkv_config import Chain, QkvConfig, chain_start
 from kvdsl.kernels.qkv_config import bytes_moved as contiguous_bytes_moved
 from kvdsl.kernels.qkv_frame import Place, Target
 from kvdsl.nodes import paged
-from kvdsl.nodes.paged import Addressing, PageLayout, Pool
+from kvdsl.nodes.paged import Addressing, Pool
 from kvdsl.nodes.quantise import Quantiser, cache_binding
 
 
@@ -191,32 +182,6 @@ def contract_fields(cfg: Any) -> dict[str, Any]:
     if not isinstance(cfg, PagedQkvConfig):
         return {}
     return {"bytes_moved": bytes_moved(cfg)} | page_fields(cfg.pool_config)
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, PagedQkvConfig]:
-    """Named ``paged_qkv`` variants: Llama 3.1 8B f16 (input, Q and pages) slot-mapped in pages
-    of 16 (vLLM's), and in a combined HND pool through a page table (TVM's); Qwen3 0.6B with Q
-    and K RMSNorm into an int8 page-table cache; Llama in q4_0 and in int4 with side scales in
-    ``scale_pages``, slot-mapped; Qwen2.5 0.5B (the bias) int4 through a page table; Gemma 3 1B
-    (its norms) q8_0 HND through a page table; Phi-3 f32 in pages of 32."""
-    f16 = {"input_type": Element.F16, "present_type": Element.F16, "q_type": Element.F16}
-    table, slots = {"addressing": Addressing.PAGE_TABLE}, {"addressing": Addressing.SLOT_MAPPING}
-    norms, hnd = {"q_norm": True, "k_norm": True}, {"page_layout": PageLayout.HND}
-    v: dict[str, PagedQkvConfig] = {}
-
-    def add(tag: str, key: str, **fields: Any) -> None:
-        shape = models[key].shape | {"q_heads": Q_HEADS[key], "rotary": True}
-        v[f"paged_qkv_{tag}_{key}"] = PagedQkvConfig(**shape, **fields)
-
-    add("f16_p16", "llama31_8b", **f16)
-    add("f16_combined_hnd", "llama31_8b", **f16, **table, pool=Pool.COMBINED, **hnd)
-    add("int8_page_table", "qwen3_06b", **norms, format=DenseFormat.INT8, **table)
-    add("q4_0", "llama31_8b", format=DenseFormat.Q4_0, **slots)
-    add("int4_side", "llama31_8b", format=DenseFormat.INT4, scales=ScalePlace.SIDE)
-    add("int4_page_table", "qwen25_05b", bias=True, format=DenseFormat.INT4, **table)
-    add("q8_0_hnd_page_table", "gemma3_1b", **norms, format=DenseFormat.Q8_0, **table, **hnd)
-    add("p32", "phi3_mini", page_size=32)
-    return v
 
 
 def chain(cfg: PagedQkvConfig) -> Chain:

@@ -47,7 +47,6 @@ Defects of the template, fixed here:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from kvdsl.ir import with_contract
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, f32, i32, min_, u32, vec
@@ -76,16 +75,12 @@ from kvdsl.kernels.config import (
     ROTARY_TABLES,
     Bindings,
     Bits,
-    Element,
-    Model,
-    Reduction,
     RotaryPosition,
     Slot,
     Walk,
     choice,
     multiple_of,
     one_of,
-    partial_rotary,
     require,
 )
 from kvdsl.kernels.extents import ceil_div, node, plus, times
@@ -419,63 +414,3 @@ def _position(kb: KernelBuilder, row_position: bool, dst_row: Val, past: Val, t:
         kb.comment("In the shared cache the row is the token's absolute position.")
         return dst_row
     return kb.let("pos", past + t)
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, QuantConfig]:
-    """Named ``build_quant`` / ``append_quant`` variants over ``models``.
-
-    K RMSNorm with rotary, and rotary in ``append_quant``, bind the packed bindings (within
-    WebGPU's default 8 storage buffers, :func:`storage_buffers`); ``*_template_bindings_*`` are
-    their drop-ins with the template's 9 or 10, for a device that allows that many.
-    """
-    flat, sg = {"walk": Walk.FLAT}, {"reduction": Reduction.SUBGROUP}
-    norm, rope = {"k_norm": True}, {"rotary": True}
-    windowed = {"walk": Walk.FLAT, "window": True}
-    build, append = ("build", BuildQuantConfig), ("append", AppendQuantConfig)
-    v: dict[str, QuantConfig] = {}
-
-    def add(tag: str, key: str, modes: tuple = (build, append), **fields: Any) -> None:
-        for mode, cls in modes:
-            v[f"{mode}_quant_{tag}_{key}"] = cls(**models[key].shape, **fields)
-
-    for bits in Bits:
-        b = {"bits": bits}
-        for key in ("qwen25_05b", "llama31_8b", "phi3_mini", "gemma2_2b"):
-            add(f"int{bits}", key, **b)
-            add(f"int{bits}_flat", key, **b, **flat)
-        add(f"int{bits}_rotary", "llama31_8b", (build,), **b, **rope)
-        add(f"int{bits}_rotary_flat", "llama31_8b", (build,), **b, **rope, **flat)
-        for key in ("qwen3_06b", "gemma3_1b"):  # the families with QK RMSNorm
-            for tag, more in (("", {}), ("_flat", flat), ("_flat_sg", flat | sg), ("_sg", sg)):
-                add(f"int{bits}_knorm{tag}", key, **b, **norm, **more)
-        for key, m in partial_rotary(models).items():
-            add(f"int{bits}_rotary", key, **b, **m.rotary)
-            # The flat int4 walk packs vectors: a half that does not divide by 4 has none.
-            if bits is Bits.INT8 or walks.lanes(m.head_dim, True, m.half) == 4:
-                add(f"int{bits}_rotary_flat", key, **b, **m.rotary, **flat)
-        for walk, w in (("", {}), ("_flat", flat)):
-            add(f"int{bits}_rotary{walk}", "llama31_8b", (append,), **b, **rope, **w)
-            for red, r in (("", {}), ("_sg", sg)):
-                add(
-                    f"int{bits}_knorm_rotary{walk}{red}", "qwen3_06b", **b, **norm, **rope, **w, **r
-                )
-        add(f"int{bits}_windowed", "llama31_8b", **b, **windowed)
-    template = {"bindings": Bindings.TEMPLATE}
-    for red, r in (("", {}), ("_sg", sg)):
-        add(
-            f"int8_knorm_rotary_template_bindings{red}",
-            "qwen3_06b",
-            **norm,
-            **rope,
-            **template,
-            **r,
-        )
-    f16_in = {"input_type": Element.F16}
-    add("int8_f16_in", "llama31_8b", (build,), **f16_in)
-    add("int8_flat_f16_in", "llama31_8b", (build,), **f16_in, **flat)
-    add("int8_symmetric", "llama31_8b", (append,), qmin=-127, qmax=127)
-    add("int8_knorm_windowed", "qwen3_06b", (build,), **norm, **windowed)
-    # Rotary in append_quant, and K RMSNorm with rotary, bind the packed bindings windowed too.
-    add("int8_rotary_windowed", "llama31_8b", (append,), **rope, **windowed)
-    add("int8_knorm_rotary_windowed", "qwen3_06b", **norm, **rope, **windowed)
-    return v

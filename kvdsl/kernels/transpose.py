@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec, with_contract
-from kvdsl.kernels.config import FLOATS, CacheConfig, Element, Model, choice, multiple_of
+from kvdsl.kernels.config import FLOATS, CacheConfig, Element, choice, multiple_of
 from kvdsl.kernels.extents import times, window_batches
 from kvdsl.kernels.config import require
 
@@ -103,24 +103,3 @@ def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     return with_contract(
         kernel, {"key": new, "value": new, "present_key": items, "present_value": items}
     )
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, TransposeConfig]:
-    """Flat transposes at workgroup size 256 (the drop-in ones are named in
-    :mod:`kvdsl.catalog`): a workgroup of the template's 64 keeps too few loads in flight."""
-    v: dict[str, TransposeConfig] = {}
-    for key, m in models.items():
-        vec4 = m.head_dim % 4 == 0
-        v[f"transpose_flat_{key}"] = TransposeConfig(**m.shape, vec4=vec4, workgroup_size=256)
-    for key in ("qwen25_05b", "llama31_8b"):
-        v[f"transpose_windowed_{key}"] = TransposeConfig(
-            **models[key].shape, vec4=True, workgroup_size=256, window=True
-        )
-    v["transpose_flat_f16_llama31_8b"] = TransposeConfig(
-        **models["llama31_8b"].shape,
-        vec4=True,
-        present_type=Element.F16,
-        workgroup_size=256,
-        words=True,
-    )
-    return v

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, Val, largest, with_contract
 from kvdsl.kernels.config import (
@@ -50,11 +49,9 @@ from kvdsl.kernels.config import (
     ROTARY_TABLES,
     CacheConfig,
     Element,
-    Model,
     ShiftRegion,
     Walk,
     choice,
-    partial_rotary,
     require,
     require_rotary,
 )
@@ -197,41 +194,3 @@ def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     divisor = "keySeq" if region is ShiftRegion.APPEND else "seq"
     # A flat kernel's vector bindings count vectors (a no-op for scalar bindings).
     return walks.vector_extents(with_contract(kernel, extents, {f"{divisor} >= 1": per_batch >= 1}))
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, WindowShiftConfig]:
-    """Named window_shift passes over the sliding-window model shapes and Llama."""
-    shift, append = {"region": ShiftRegion.SHIFT}, {"region": ShiftRegion.APPEND}
-    flat, rope, windowed = (
-        {"walk": Walk.FLAT},
-        {"rotary": True},
-        {"walk": Walk.FLAT, "window": True},
-    )
-    f16 = {"present_type": Element.F16, "input_type": Element.F16}
-    v: dict[str, WindowShiftConfig] = {}
-
-    def add(tag: str, key: str, **fields: Any) -> None:
-        v[f"window_shift{tag}_{key}"] = WindowShiftConfig(**models[key].shape, **fields)
-
-    for key in ("gemma2_2b", "gemma3_1b", "llama31_8b"):
-        for walk, w in (("", {}), ("_flat", flat)):
-            add(walk, key, **w)
-            add(f"_shift{walk}", key, **shift, **w)
-            add(f"_append_rotary{walk}", key, **append, **rope, **w)
-    key = "gemma2_2b"
-    add("_append", key, **append)
-    add("_f16", key, **f16)
-    add("_shift_f16", key, **shift, **f16)
-    add("_append_rotary_f16", key, **append, **rope, **f16)
-    add("_append_flat", key, **append, **flat)
-    add("_flat_f16", key, **flat, **f16)
-    add("_append_rotary_flat_f16", key, **append, **rope, **flat, **f16)
-    for key, m in partial_rotary(models).items():
-        add("_append_rotary", key, **append, **m.rotary)
-        add("_append_rotary_flat", key, **append, **m.rotary, **flat)
-        add("_append_rotary_flat_f16", key, **append, **m.rotary, **flat, **f16)
-    for key in ("gemma2_2b", "llama31_8b"):
-        add("_windowed", key, **windowed)
-        add("_shift_windowed", key, **shift, **windowed)
-        add("_append_rotary_windowed", key, **append, **rope, **windowed)
-    return v

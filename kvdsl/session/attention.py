@@ -34,7 +34,7 @@ import numpy as np
 
 from kvdsl.contract import ContractError, buffer_sizes
 from kvdsl.kernels.attend import AttendConfig, CacheLayout, plan
-from kvdsl.kernels.attend_variants import merge_config
+from kvdsl.kernels.attend.config import merge_config
 from kvdsl.kernels.config import ConfigError, Element
 from kvdsl.kernels.dense import Format
 from kvdsl.kernels.paged import PageLayout

@@ -17,7 +17,7 @@ from kvdsl.harness import cases_for
 from kvdsl.harness.attend import Problem, merged, partials
 from kvdsl.ir.features import limits
 from kvdsl.kernels.attend import HIDDEN
-from kvdsl.kernels.attend_variants import merge_of
+from kvdsl.catalog.attend import merge_of
 
 ATTEND = [n for n, cfg in catalog.VARIANTS.items() if cfg.mode == "attend"]
 

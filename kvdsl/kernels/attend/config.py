@@ -1,9 +1,10 @@
 """``attend``'s config (:class:`AttendConfig`), the layouts it names and the constants its kernels
-and :func:`~kvdsl.kernels.attend.plan.plan` share."""
+and :func:`~kvdsl.kernels.attend.plan.plan` share; the merge's config (:class:`AttendMergeConfig`,
+:func:`merge_config`) and the ``rowBlocks`` param as a formula (:func:`row_blocks`)."""
 
 from __future__ import annotations
 
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, fields
 from enum import StrEnum
 
 from kvdsl.ir import f32, vec
@@ -303,3 +304,37 @@ class AttendConfig(PagedRows, PageFields, Scales, CacheConfig):
         while most > 0 and r16(4 * rows * most) + (r16(4 * most) if paged else 0) > left:
             most -= 1
         return most
+
+
+@dataclass(frozen=True)
+class AttendMergeConfig(AttendConfig):
+    """The merge (:func:`kvdsl.kernels.attend.attend_merge`) of the partials of the ``attend``
+    kernel of the same fields: it reads their query heads, head dim, sinks and output."""
+
+    mode = "attend_merge"
+
+
+#: The fields the merge kernel reads; its variant keeps them and defaults the others.
+MERGE_FIELDS = ("head_dim", "q_heads", "sinks", "o_layout", "o_type", "workgroup_size", "fold")
+
+
+def merge_config(cfg: AttendConfig) -> AttendMergeConfig:
+    """The merge variant's config for ``attend`` config ``cfg``: its :data:`MERGE_FIELDS`, with
+    ``kv_heads`` 1 (any divisor of ``q_heads`` builds the same merge) and the rest default."""
+    keep = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name in MERGE_FIELDS}
+    return AttendMergeConfig(kv_heads=1, **keep)
+
+
+def row_blocks(cfg: AttendConfig) -> str | None:
+    """The ``rowBlocks`` param, ``ceil(GROUP × queries / ROWS)`` over ``queries`` 1 ..
+    ``max_queries``, as a formula of ``queries`` (``a * queries + b``) for the host contract;
+    None where it is no such line (the contract then makes it a shape variable)."""
+    want = [-(-(cfg.group * q) // cfg.rows) for q in range(1, cfg.max_queries + 1)]
+    a = want[1] - want[0] if len(want) > 1 else 0
+    b = want[0] - a
+    if any(v != a * q + b for q, v in enumerate(want, 1)):
+        return None
+    text = "" if a == 0 else "queries" if a == 1 else f"{a} * queries"
+    if not text:
+        return str(b)
+    return text + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")

@@ -15,7 +15,10 @@ the rotated pairs per head of a partial rotary) come from the models' published 
 | phi2         | Phi-2                             | 32       | 80       | rotary on 32 dims: half 16 |
 | stablelm3b   | StableLM-3B-4E1T / Pythia-2.8B    | 32       | 80       | rotary on 20 dims: half 10 |
 
-The ``attend`` variants add the query heads (:mod:`kvdsl.kernels.attend_variants`).
+The models are :mod:`kvdsl.catalog.models`; a family's variants are one module each:
+:mod:`~kvdsl.catalog.template` (the template's modes), :mod:`~kvdsl.catalog.dense`,
+:mod:`~kvdsl.catalog.paged`, :mod:`~kvdsl.catalog.qkv`, :mod:`~kvdsl.catalog.attend` (which adds
+the query heads and gpt-oss-20b) and :mod:`~kvdsl.catalog.kivi`.
 """
 
 from __future__ import annotations
@@ -23,11 +26,11 @@ from __future__ import annotations
 import difflib
 from typing import Any, Callable, Iterable
 
+from kvdsl.catalog import attend, dense, kivi, paged, qkv, template
+from kvdsl.catalog.models import MODELS, Model
 from kvdsl.ir import Kernel
 from kvdsl.kernels import attend as attend_mode
-from kvdsl.kernels import attend_variants as attend_variants_mode
 from kvdsl.kernels import build as build_mode
-from kvdsl.kernels import copy as copy_mode
 from kvdsl.kernels import dense as dense_mode
 from kvdsl.kernels import dense_convert as dense_convert_mode
 from kvdsl.kernels import dense_modes as dense_modes_mode
@@ -41,25 +44,13 @@ from kvdsl.kernels import paged_read as paged_read_mode
 from kvdsl.kernels import qkv as qkv_mode
 from kvdsl.kernels import qkv_paged as qkv_paged_mode
 from kvdsl.kernels import quant as quant_mode
-from kvdsl.kernels import transpose as transpose_mode
 from kvdsl.kernels import window_shift as window_shift_mode
-from kvdsl.kernels.config import Element, KernelConfig, Model, Walk, as_dict
+from kvdsl.kernels.attend.config import AttendMergeConfig
+from kvdsl.kernels.config import KernelConfig, as_dict
 from kvdsl.kernels.copy import CopyConfig, copy
 from kvdsl.kernels.transpose import TransposeConfig, transpose
 
-MODELS = {
-    "qwen25_05b": Model("Qwen2.5-0.5B-Instruct", 2, 64),
-    "llama32_1b": Model("Llama-3.2-1B", 8, 64),
-    "phi3_mini": Model("Phi-3-mini-4k-instruct", 32, 96),
-    "llama31_8b": Model("Llama-3.1-8B / Mistral-7B", 8, 128),
-    "qwen3_06b": Model("Qwen3-0.6B", 8, 128),
-    "gemma2_2b": Model("Gemma-2-2B", 4, 256),
-    "gemma3_1b": Model("Gemma-3-1B", 1, 256),
-    # Partial rotary: partial_rotary_factor 0.4 (Phi-2), 0.25 (StableLM-3B-4E1T, Pythia-2.8B's
-    # rotary_pct) of head dim 80.
-    "phi2": Model("Phi-2", 32, 80, half=16),
-    "stablelm3b": Model("StableLM-3B-4E1T / Pythia-2.8B", 32, 80, half=10),
-}
+__all__ = ["MODELS", "MODES", "VARIANTS", "Model"]
 
 #: mode name → (config class, kernel builder)
 MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
@@ -88,50 +79,17 @@ MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
     "paged_window": (paged_pages_mode.PagedWindowConfig, paged_pages_mode.paged_window),
     "paged_qkv": (qkv_paged_mode.PagedQkvConfig, qkv_mode.qkv),
     "attend": (attend_mode.AttendConfig, attend_mode.attend),
-    "attend_merge": (attend_variants_mode.AttendMergeConfig, attend_mode.attend_merge),
+    "attend_merge": (AttendMergeConfig, attend_mode.attend_merge),
     "kivi_append": (kivi_mode.KiviAppendConfig, kivi_mode.kivi_append),
     "kivi_flush": (kivi_mode.KiviFlushConfig, kivi_mode.kivi_flush),
 }
-MODE_MODULES = (
-    transpose_mode,
-    copy_mode,
-    merge_mode,
-    merge_share_mode,
-    window_shift_mode,
-    build_mode,
-    quant_mode,
-    dense_mode,
-    qkv_mode,
-    dense_modes_mode,
-    dense_convert_mode,
-    paged_mode,
-    paged_pages_mode,
-    qkv_paged_mode,
-    attend_variants_mode,
-    kivi_mode,
-)
 
 
 def _variants() -> dict[str, KernelConfig]:
     v: dict[str, KernelConfig] = {}
-    for key, m in MODELS.items():
-        v[f"transpose_{key}"] = TransposeConfig(**m.shape)
-        v[f"transpose_vec4_{key}"] = TransposeConfig(**m.shape, vec4=True)
-        v[f"copy_{key}"] = CopyConfig(head_dim=m.head_dim)
-        v[f"copy_per_row_{key}"] = CopyConfig(head_dim=m.head_dim, walk=Walk.PER_ROW)
-    llama = MODELS["llama31_8b"].shape
-    v["transpose_f16_llama31_8b"] = TransposeConfig(**llama, present_type=Element.F16)
-    v["transpose_vec4_f16_llama31_8b"] = TransposeConfig(
-        **llama, vec4=True, present_type=Element.F16
-    )
-    v["copy_f16_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.F16)
-    # An int8-quantised cache stores one i32 word per element; packed int4 stores headDim/2 u32.
-    v["copy_int8_llama31_8b"] = CopyConfig(head_dim=128, present_type=Element.I32)
-    v["copy_int4_per_row_llama31_8b"] = CopyConfig(
-        head_dim=64, walk=Walk.PER_ROW, present_type=Element.U32
-    )
-    for module in MODE_MODULES:
-        v.update(module.catalog_variants(MODELS))
+    for family in (template, dense, paged, qkv, attend, kivi):
+        for named in family.NAMED:
+            v |= named(MODELS)
     return dict(sorted(v.items()))
 
 

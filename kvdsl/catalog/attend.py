@@ -15,35 +15,15 @@ catalog's KV-cache shapes, from the models' published configs:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-
+from kvdsl.catalog.models import GPT_OSS, Model
 from kvdsl.kernels.attend import AttendConfig, CacheLayout, RowLayout
-from kvdsl.kernels.config import Element, Model
+from kvdsl.kernels.attend.config import merge_config
+from kvdsl.kernels.config import Element
 from kvdsl.kernels.dense import ScalePlace
 from kvdsl.nodes.paged import PageLayout, Pool
 
-
-@dataclass(frozen=True)
-class AttendMergeConfig(AttendConfig):
-    """The merge (:func:`kvdsl.kernels.attend.attend_merge`) of the partials of the ``attend``
-    kernel of the same fields: it reads their query heads, head dim, sinks and output."""
-
-    mode = "attend_merge"
-
-
-#: The fields the merge kernel reads; its variant keeps them and defaults the others.
-MERGE_FIELDS = ("head_dim", "q_heads", "sinks", "o_layout", "o_type", "workgroup_size", "fold")
-
-#: Query heads of the catalog's models that have attend variants, and gpt-oss-20b's shape.
-Q_HEADS = {"llama31_8b": 32, "gemma3_1b": 4, "gemma2_2b": 8, "gpt_oss_20b": 64}
-GPT_OSS = Model("gpt-oss-20b", 8, 64)
-
-
-def merge_config(cfg: AttendConfig) -> AttendMergeConfig:
-    """The merge variant's config for ``attend`` config ``cfg``: its :data:`MERGE_FIELDS`, with
-    ``kv_heads`` 1 (any divisor of ``q_heads`` builds the same merge) and the rest default."""
-    keep = {f.name: getattr(cfg, f.name) for f in fields(cfg) if f.name in MERGE_FIELDS}
-    return AttendMergeConfig(kv_heads=1, **keep)
+#: The catalog models that have attend variants, and gpt-oss-20b.
+ATTEND_MODELS = ("llama31_8b", "gemma3_1b", "gemma2_2b", "gpt_oss_20b")
 
 
 def merge_of(name: str, variants: dict) -> str:
@@ -56,31 +36,14 @@ def merge_of(name: str, variants: dict) -> str:
     raise KeyError(f"no attend_merge variant merges {name}'s partials")
 
 
-def row_blocks(cfg: AttendConfig) -> str | None:
-    """The ``rowBlocks`` param, ``ceil(GROUP × queries / ROWS)`` over ``queries`` 1 ..
-    ``max_queries``, as a formula of ``queries`` (``a * queries + b``) for the host contract;
-    None where it is no such line (the contract then makes it a shape variable)."""
-    want = [-(-(cfg.group * q) // cfg.rows) for q in range(1, cfg.max_queries + 1)]
-    a = want[1] - want[0] if len(want) > 1 else 0
-    b = want[0] - a
-    if any(v != a * q + b for q, v in enumerate(want, 1)):
-        return None
-    text = "" if a == 0 else "queries" if a == 1 else f"{a} * queries"
-    if not text:
-        return str(b)
-    return text + (f" + {b}" if b > 0 else f" - {-b}" if b < 0 else "")
-
-
-def catalog_variants(models: dict[str, Model]) -> dict[str, AttendConfig]:
+def attend_variants(models: dict[str, Model]) -> dict[str, AttendConfig]:
     """Named attend variants and their merges: Llama-3.1-8B's shape over f32 and f16 caches,
     contiguous (BNSH) and paged (NHD, HND, TVM's combined HND pool), Q and O as the fused QKV
     kernel writes them (BSH) or BNSH; Gemma-3-1B's MQA with a sliding window; Gemma-2-2B's
     window with soft-capping and sinks; gpt-oss-20b's GQA 8 with sinks, a window and up to 8
     new tokens (speculative verification); Llama-3.1-8B's quantised caches
     (:func:`quantised_variants`)."""
-    shapes = {k: models[k].shape for k in ("llama31_8b", "gemma3_1b", "gemma2_2b")}
-    shapes["gpt_oss_20b"] = GPT_OSS.shape
-    heads = {k: s | {"q_heads": Q_HEADS[k]} for k, s in shapes.items()}
+    heads = {k: (GPT_OSS if k == "gpt_oss_20b" else models[k]).heads for k in ATTEND_MODELS}
     llama = heads["llama31_8b"] | {"max_queries": 2}
     paged = {"cache": CacheLayout.PAGED}
     f16 = {"cache_type": Element.F16}
@@ -213,3 +176,7 @@ def quantised_variants(llama: dict) -> dict[str, AttendConfig]:
             **llama, cache=CacheLayout.PAGED, format="kivi2", kivi_group=group, page_size=256
         )
     return v
+
+
+#: The functions that name the attend family's variants over the catalog's models.
+NAMED = (attend_variants,)
