@@ -29,60 +29,14 @@ from typing import Any, Callable, Iterable
 from kvdsl.catalog import attend, dense, kivi, paged, qkv, template
 from kvdsl.catalog.models import MODELS, Model
 from kvdsl.ir import Kernel
-from kvdsl.kernels import attend as attend_mode
-from kvdsl.kernels import build as build_mode
-from kvdsl.kernels import dense as dense_mode
-from kvdsl.kernels import dense_convert as dense_convert_mode
-from kvdsl.kernels import dense_modes as dense_modes_mode
-from kvdsl.kernels import kivi as kivi_mode
-from kvdsl.kernels import merge as merge_mode
-from kvdsl.kernels import merge_share as merge_share_mode
-from kvdsl.kernels import paged as paged_mode
-from kvdsl.kernels import paged_append as paged_append_mode
-from kvdsl.kernels import paged_pages as paged_pages_mode
-from kvdsl.kernels import paged_read as paged_read_mode
-from kvdsl.kernels import qkv as qkv_mode
-from kvdsl.kernels import qkv_paged as qkv_paged_mode
-from kvdsl.kernels import quant as quant_mode
-from kvdsl.kernels import window_shift as window_shift_mode
-from kvdsl.kernels.attend.config import AttendMergeConfig
-from kvdsl.kernels.config import KernelConfig, as_dict
-from kvdsl.kernels.copy import CopyConfig, copy
-from kvdsl.kernels.transpose import TransposeConfig, transpose
+from kvdsl.kernels.config import BUILDERS, KernelConfig, as_dict
 
 __all__ = ["MODELS", "MODES", "VARIANTS", "Model"]
 
-#: mode name → (config class, kernel builder)
-MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = {
-    "transpose": (TransposeConfig, transpose),
-    "copy": (CopyConfig, copy),
-    "merge": (merge_mode.MergeConfig, merge_mode.merge),
-    "merge_share": (merge_share_mode.MergeShareConfig, merge_share_mode.merge_share),
-    "window_shift": (window_shift_mode.WindowShiftConfig, window_shift_mode.window_shift),
-    "build": (build_mode.BuildConfig, build_mode.build),
-    "build_quant": (quant_mode.BuildQuantConfig, quant_mode.build_quant),
-    "append_quant": (quant_mode.AppendQuantConfig, quant_mode.append_quant),
-    "dense_append": (dense_mode.DenseAppendConfig, dense_mode.dense_append),
-    "dense_build": (dense_mode.DenseBuildConfig, dense_mode.dense_build),
-    "dense_read": (dense_mode.DenseReadConfig, dense_mode.dense_read),
-    "qkv": (qkv_mode.QkvConfig, qkv_mode.qkv),
-    "dense_retain": (dense_modes_mode.DenseRetainConfig, dense_modes_mode.dense_retain),
-    "dense_window_shift": (
-        dense_modes_mode.DenseWindowShiftConfig,
-        dense_modes_mode.dense_window_shift,
-    ),
-    "dense_convert": (dense_convert_mode.DenseConvertConfig, dense_convert_mode.dense_convert),
-    "paged_append": (paged_mode.PagedAppendConfig, paged_append_mode.paged_append),
-    "paged_read": (paged_mode.PagedReadConfig, paged_read_mode.paged_read),
-    "paged_copy": (paged_pages_mode.PagedCopyConfig, paged_pages_mode.paged_copy),
-    "paged_compact": (paged_pages_mode.PagedCompactConfig, paged_pages_mode.paged_compact),
-    "paged_window": (paged_pages_mode.PagedWindowConfig, paged_pages_mode.paged_window),
-    "paged_qkv": (qkv_paged_mode.PagedQkvConfig, qkv_mode.qkv),
-    "attend": (attend_mode.AttendConfig, attend_mode.attend),
-    "attend_merge": (AttendMergeConfig, attend_mode.attend_merge),
-    "kivi_append": (kivi_mode.KiviAppendConfig, kivi_mode.kivi_append),
-    "kivi_flush": (kivi_mode.KiviFlushConfig, kivi_mode.kivi_flush),
-}
+#: mode name → (config class, kernel builder), as each builder registers itself beside its
+#: definition (:func:`kvdsl.kernels.config.builds`; importing :mod:`kvdsl.kernels` imports them
+#: all).
+MODES: dict[str, tuple[type[KernelConfig], Callable[..., Kernel]]] = BUILDERS
 
 
 def _variants() -> dict[str, KernelConfig]:

@@ -36,3 +36,9 @@ dispatch geometry, so a host that ran the template runs them unchanged. Flat con
 dispatch to one invocation per vector. A flat walk carries float16 data in u32 words, unpacked
 and packed through the op table's ``unpack2x16float`` and ``pack2x16float``, so no flat variant
 needs ``shader-f16``. Kernels are IR only: no module here writes WGSL text."""
+
+# Every builder's module, imported with the package: each registers its modes' builders
+# (kvdsl.kernels.config.builds), so BUILDERS holds every mode wherever it is read.
+from kvdsl.kernels import attend, build, copy, dense, dense_convert, dense_modes  # noqa: F401
+from kvdsl.kernels import kivi, merge, merge_share, paged_append, paged_pages  # noqa: F401
+from kvdsl.kernels import paged_read, qkv, quant, transpose, window_shift  # noqa: F401

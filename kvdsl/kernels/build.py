@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, Val, convert, with_contract
-from kvdsl.kernels.config import FLOATS, PRESENT, Element, choice
+from kvdsl.kernels.config import Element, FLOATS, PRESENT, builds, choice
 from kvdsl.kernels.extents import plus, times
 
 from kvdsl.kernels import rows
@@ -48,6 +48,7 @@ class BuildConfig(RowConfig):
         super().check_fields()
 
 
+@builds(BuildConfig)
 def build(cfg: BuildConfig, name: str = "build") -> Kernel:
     """Build the ``build`` kernel for ``cfg`` (the flat rotary walk walks rotary pairs where
     :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says: by default where it loads f16)."""

@@ -378,6 +378,25 @@ class KernelConfig:
         return DEFAULT_WORKGROUP
 
 
+#: mode → (config class, kernel builder): each builder registers its modes where it is defined
+#: (:func:`builds`); :data:`kvdsl.catalog.MODES` is this table.
+BUILDERS: dict[str, tuple[type[KernelConfig], Callable[..., Any]]] = {}
+
+
+def builds(*configs: type[KernelConfig]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Registers the decorated function as the kernel builder of each config class's mode
+    (:data:`BUILDERS`); a mode registered twice is refused."""
+
+    def register(builder: Callable[..., Any]) -> Callable[..., Any]:
+        for cls in configs:
+            if cls.mode in BUILDERS:
+                raise ValueError(f"mode {cls.mode!r} has a builder already")
+            BUILDERS[cls.mode] = (cls, builder)
+        return builder
+
+    return register
+
+
 #: The flat walk's workgroup size when a config leaves it unset.
 FLAT_WORKGROUP = 256
 #: The flat walk's default when K RMSNorm reduces its rows in workgroup memory: each workgroup

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from kvdsl.ir import Kernel, KernelBuilder, u32, with_contract
 from kvdsl.kernels.config import (
     COPY_WALKS,
-    MAX_HIDDEN,
-    PRESENT,
     Element,
     KernelConfig,
+    MAX_HIDDEN,
+    PRESENT,
     Walk,
+    builds,
     choice,
     positive_int,
     require,
@@ -53,6 +54,7 @@ class CopyConfig(VectorWalk, KernelConfig):
         )
 
 
+@builds(CopyConfig)
 def copy(cfg: CopyConfig, name: str = "copy") -> Kernel:
     """Build the copy kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)

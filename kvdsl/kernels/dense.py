@@ -35,11 +35,12 @@ from typing import Any, Callable
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Val, construct, f32, max_, select, u32
 from kvdsl.ir import vec, with_contract
 from kvdsl.kernels.config import (
-    FLOATS,
-    MAX_WORKGROUP,
     CacheConfig,
     DenseFormat,
     Element,
+    FLOATS,
+    MAX_WORKGROUP,
+    builds,
     choice,
     format_choice,
     require,
@@ -299,11 +300,13 @@ def dense_rows(
     return DenseRows(kb, cfg, q, present_key, present_value, side, consts)
 
 
+@builds(DenseAppendConfig)
 def dense_append(cfg: DenseAppendConfig, name: str = "dense_append") -> Kernel:
     """Build the ``dense_append`` kernel for ``cfg``."""
     return _quantise(cfg, name, append=True)
 
 
+@builds(DenseBuildConfig)
 def dense_build(cfg: DenseBuildConfig, name: str = "dense_build") -> Kernel:
     """Build the ``dense_build`` kernel for ``cfg``."""
     return _quantise(cfg, name, append=False)
@@ -420,6 +423,7 @@ def _quantise(cfg: DenseAppendConfig, name: str, append: bool) -> Kernel:
     return walks.vector_extents(with_contract(kernel, extents, requires))
 
 
+@builds(DenseReadConfig)
 def dense_read(cfg: DenseReadConfig, name: str = "dense_read") -> Kernel:
     """Build the ``dense_read`` kernel for ``cfg``."""
     fmt = cfg.fmt

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f16, f32, u32, with_contract
-from kvdsl.kernels.config import choice, require
+from kvdsl.kernels.config import builds, choice, require
 from kvdsl.kernels.extents import times
 from kvdsl.kernels.dense import F32X4, LANES, DenseConfig, dense_rows, format_choice
 from kvdsl.kernels.dense_fields import ScalePlace, require_format
@@ -89,6 +89,7 @@ class DenseConvertConfig(DenseConfig):
         require_quantised_rows(self)
 
 
+@builds(DenseConvertConfig)
 def dense_convert(cfg: DenseConvertConfig, name: str = "dense_convert") -> Kernel:
     """Build the ``dense_convert`` kernel for ``cfg``."""
     fmt, src = cfg.fmt, cfg.source_fmt

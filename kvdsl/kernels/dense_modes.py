@@ -37,14 +37,15 @@ from typing import Any, Callable
 from kvdsl.ir import largest, with_contract
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, vec
 from kvdsl.kernels.config import (
+    Element,
     FLOATS,
     PAST,
     PRESENT,
     ROTARY_TABLE,
     ROTARY_TABLES,
-    Element,
     RotaryHalf,
     ShiftRegion,
+    builds,
     choice,
     require,
     require_rotary,
@@ -215,6 +216,7 @@ def _strided(kb: KernelBuilder, n: int, per: int, d: Val, move: Callable[[Val], 
                 move(at)
 
 
+@builds(DenseRetainConfig)
 def dense_retain(cfg: DenseRetainConfig, name: str = "dense_retain") -> Kernel:
     """Build the ``dense_retain`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
@@ -256,6 +258,7 @@ def _cache_extents(cfg: DenseMoveConfig, rows: Val) -> dict[str, Any]:
     return extents
 
 
+@builds(DenseWindowShiftConfig)
 def dense_window_shift(cfg: DenseWindowShiftConfig, name: str = "dense_window_shift") -> Kernel:
     """Build the ``dense_window_shift`` pass for ``cfg``: the word walk for ``shift``, the
     quantising walk for ``append`` and ``all``."""

@@ -78,7 +78,7 @@ from kvdsl.ir import (
     vec,
     with_contract,
 )
-from kvdsl.kernels.config import CacheConfig, choice, require
+from kvdsl.kernels.config import CacheConfig, builds, choice, require
 from kvdsl.kernels.extents import emax, plus, times
 from kvdsl.ir.tree import Expr
 from kvdsl.kernels.paged import require_page_size
@@ -233,6 +233,7 @@ def _consts(kb: KernelBuilder, cfg: KiviConfig) -> tuple[Val, Val, Val]:
     return d, g, kb.const("KV_HEADS", u32, cfg.kv_heads)
 
 
+@builds(KiviAppendConfig)
 def kivi_append(cfg: KiviAppendConfig, name: str = "kivi_append") -> Kernel:
     """Build the append of new BSH tokens into the f16 residual."""
     kb = KernelBuilder(name, cfg.workgroup_size)
@@ -294,6 +295,7 @@ def _quantise(kb: KernelBuilder, cfg: KiviConfig, tag: str, load, store_code, st
     store_stats(pack2x16float(construct(F32X2, scale, mn)))
 
 
+@builds(KiviFlushConfig)
 def kivi_flush(cfg: KiviFlushConfig, name: str = "kivi_flush") -> Kernel:
     """Build the flush of a full residual into group ``flushGroup`` of the quantised cache: a
     contiguous cache's part of the slice, or the page the sequence's table names."""

@@ -25,15 +25,16 @@ from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, u32, with_con
 from kvdsl.ir.types import Type
 from kvdsl.kernels.config import (
     COPY_WALKS,
+    CacheConfig,
+    Element,
     FLOATS,
     NEW,
     PAST,
     PRESENT,
     ROTARY_TABLE,
     ROTARY_TABLES,
-    CacheConfig,
-    Element,
     Walk,
+    builds,
     choice,
     require_window,
 )
@@ -133,6 +134,7 @@ class MergeConfig(MovedTypes, VectorWalk, CacheConfig):
         self.check_moved()
 
 
+@builds(MergeConfig)
 def merge(cfg: MergeConfig, name: str = "merge") -> Kernel:
     """Build the merge kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)

@@ -37,12 +37,13 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, with_contract
 from kvdsl.kernels.config import (
-    FLOATS,
     COPY_WALKS,
     CacheConfig,
     Element,
+    FLOATS,
     ShareRegion,
     Walk,
+    builds,
     choice,
     one_of,
     require_rotary,
@@ -90,6 +91,7 @@ class MergeShareConfig(MovedTypes, RotaryWalk, CacheConfig):
         return words.width(self.head_dim, types, self.rotary, self.half)
 
 
+@builds(MergeShareConfig)
 def merge_share(cfg: MergeShareConfig, name: str = "merge_share") -> Kernel:
     """Build the merge_share pass for ``cfg`` (the flat rotary append walks rotary pairs where
     :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says)."""

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kvdsl.kernels.config import builds
 from kvdsl.kernels.extents import ceil_div
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, f32, i32, max_, min_, u32, with_contract
 from kvdsl.ir.tree import Member, Name
@@ -110,6 +111,7 @@ def _address(
     return paged.slot_address(kb, pages, ins["slot_mapping"], tok.token)
 
 
+@builds(PagedAppendConfig)
 def paged_append(cfg: PagedAppendConfig, name: str = "paged_append") -> Kernel:
     """Build the ``paged_append`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, i32, largest, lit, select, u32, with_contract
-from kvdsl.kernels.config import KernelConfig
+from kvdsl.kernels.config import KernelConfig, builds
 from kvdsl.kernels.extents import ceil_div, emax, plus, times
 
 from kvdsl.kernels.paged import (
@@ -105,6 +105,7 @@ def _move(
             dst[2][dst_page * side_stride + d] = src[2][src_page * side_stride + d]
 
 
+@builds(PagedCopyConfig)
 def paged_copy(cfg: PagedCopyConfig, name: str = "paged_copy") -> Kernel:
     """Build the ``paged_copy`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
@@ -131,6 +132,7 @@ def _largest_page(binding: str) -> Any:
     return emax(plus(largest(binding), 1), 0)
 
 
+@builds(PagedCompactConfig)
 def paged_compact(cfg: PagedCompactConfig, name: str = "paged_compact") -> Kernel:
     """Build the ``paged_compact`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)
@@ -152,6 +154,7 @@ def paged_compact(cfg: PagedCompactConfig, name: str = "paged_compact") -> Kerne
     return walks.vector_extents(with_contract(kernel, extents))
 
 
+@builds(PagedWindowConfig)
 def paged_window(cfg: PagedWindowConfig, name: str = "paged_window") -> Kernel:
     """Build the ``paged_window`` kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kvdsl.kernels.config import builds
 from kvdsl.kernels.extents import ceil_div, times
 from kvdsl.ir import with_contract
 from kvdsl.ir import Buffer, Kernel, KernelBuilder, Val, construct, f32, i32, u32, vec
@@ -33,6 +34,7 @@ from kvdsl.nodes.index import split_rows
 from kvdsl.nodes.window import total_tokens
 
 
+@builds(PagedReadConfig)
 def paged_read(cfg: PagedReadConfig, name: str = "paged_read") -> Kernel:
     """Build the ``paged_read`` kernel for ``cfg``."""
     table = cfg.addressing is Addressing.PAGE_TABLE

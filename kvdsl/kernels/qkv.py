@@ -48,14 +48,14 @@ from typing import Any
 
 from kvdsl.ir import Kernel, KernelBuilder, select
 from kvdsl.kernels.build import BuildConfig
-from kvdsl.kernels.config import Walk
+from kvdsl.kernels.config import Walk, builds
 from kvdsl.kernels.dense import DenseAppendConfig
 from kvdsl.kernels.extents import ceil_div, times
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.qkv_config import Chain, QkvConfig, bytes_moved, chain_start, describe
 from kvdsl.kernels.qkv_dense import qkv_dense
 from kvdsl.kernels.qkv_frame import Frame, Target, normed_rows, qkv_contract
-from kvdsl.kernels.qkv_paged import PagedTarget
+from kvdsl.kernels.qkv_paged import PagedQkvConfig, PagedTarget
 from kvdsl.nodes import walks, words
 from kvdsl.nodes.rmsnorm import Norm, reduced_inverse_rms
 from kvdsl.nodes.rotary import rotated_pair
@@ -68,6 +68,7 @@ def target(cfg: QkvConfig) -> Target:
     return Target(cfg)
 
 
+@builds(QkvConfig, PagedQkvConfig)
 def qkv(cfg: QkvConfig, name: str = "qkv") -> Kernel:
     """Build the ``qkv`` kernel for ``cfg``."""
     if cfg.format is not None:

@@ -69,15 +69,16 @@ from kvdsl.kernels.rows import (
     row_walk,
 )
 from kvdsl.kernels.config import (
+    Bindings,
+    Bits,
     KV_SCALE,
     MAX_STORAGE_BUFFERS,
     ROTARY_TABLE,
     ROTARY_TABLES,
-    Bindings,
-    Bits,
     RotaryPosition,
     Slot,
     Walk,
+    builds,
     choice,
     multiple_of,
     one_of,
@@ -187,11 +188,13 @@ class AppendQuantConfig(QuantConfig):
         super().check_schedule()
 
 
+@builds(BuildQuantConfig)
 def build_quant(cfg: BuildQuantConfig, name: str = "build_quant") -> Kernel:
     """Build the ``build_quant`` kernel for ``cfg``."""
     return _quant(cfg, name, append=False)
 
 
+@builds(AppendQuantConfig)
 def append_quant(cfg: AppendQuantConfig, name: str = "append_quant") -> Kernel:
     """Build the ``append_quant`` kernel for ``cfg``."""
     return _quant(cfg, name, append=True)

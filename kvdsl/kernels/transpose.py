@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvdsl.ir import Buffer, Dispatch, Kernel, KernelBuilder, Scalar, u32, vec, with_contract
-from kvdsl.kernels.config import FLOATS, CacheConfig, Element, choice, multiple_of
+from kvdsl.kernels.config import CacheConfig, Element, FLOATS, builds, choice, multiple_of
 from kvdsl.kernels.extents import times, window_batches
 from kvdsl.kernels.config import require
 
@@ -46,6 +46,7 @@ class TransposeConfig(CacheConfig):
             require(self.vec4, "words", self.words, "vec4=True (words carry f16 vectors)")
 
 
+@builds(TransposeConfig)
 def transpose(cfg: TransposeConfig, name: str = "transpose") -> Kernel:
     """Build the transpose kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)

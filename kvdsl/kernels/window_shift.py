@@ -44,13 +44,14 @@ from dataclasses import dataclass
 
 from kvdsl.ir import Kernel, KernelBuilder, Val, largest, with_contract
 from kvdsl.kernels.config import (
+    CacheConfig,
+    Element,
     FLOATS,
     ROTARY_TABLE,
     ROTARY_TABLES,
-    CacheConfig,
-    Element,
     ShiftRegion,
     Walk,
+    builds,
     choice,
     require,
     require_rotary,
@@ -108,6 +109,7 @@ class WindowShiftConfig(MovedTypes, RotaryWalk, CacheConfig):
         return plan
 
 
+@builds(WindowShiftConfig)
 def window_shift(cfg: WindowShiftConfig, name: str = "window_shift") -> Kernel:
     """Build the window_shift pass for ``cfg`` (the flat rotary append walks rotary pairs where
     :attr:`kvdsl.kernels.plan.WalkPlan.uses_pairs` says)."""

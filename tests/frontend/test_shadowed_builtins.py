@@ -3,7 +3,8 @@ block scope. Within the declaration's scope the name is the declaration's (a mod
 the whole module); outside it, and in the declaration's own initialiser, the builtin is still
 called. Every builtin of the op table is shadowed at each scope; the kernels run on the
 interpreter and on the GPU to what numpy says, and naga and Tint take them. Calling a builtin
-where a value takes its name is refused, as Tint refuses it."""
+where a value takes its name is refused, as Tint refuses it: the conformance cases
+``tests/frontend/cases/shadowed_builtins/``."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.ir.scope import BUILTIN_FUNCTIONS
-from tests.helpers.wgsl import assert_refused, refused_by_compilers
+from tests.helpers.wgsl import refused_by_compilers
 
 NAMES = sorted(BUILTIN_FUNCTIONS)
 N = 64
@@ -112,39 +113,3 @@ def test_shadowing_kernels_on_the_gpu_are_what_numpy_says(scope, gpu):
     k = parse(text, f"{scope}.wgsl")
     got = runtime.run(k, {"out": np.full(N, 0xDEADBEEF, np.uint32)}, {}, (1, 1, 1))["out"]
     np.testing.assert_array_equal(got, want(np.arange(N)))
-
-
-# Calling the builtin where a declaration takes its name: Tint's "cannot use 'let max' as call
-# target" (naga takes some of these).
-REFUSED = {
-    "let": (
-        ENTRY + "  let max = 5u;\n  out[gid.x] = max(max, gid.x);\n}\n",
-        "'max' is a let here, not the builtin function: it cannot be called",
-    ),
-    "module const": (
-        "const select = 1u;\n" + ENTRY + "  out[gid.x] = select(0u, 1u, gid.x > 3u);\n}\n",
-        "'select' is a const here, not the builtin function: it cannot be called",
-    ),
-    "parameter": (
-        ENTRY
-        + "  out[gid.x] = f(gid.x);\n}\nfn f(abs: u32) -> u32 {\n  return abs(i32(abs));\n}\n",
-        "'abs' is a param here, not the builtin function: it cannot be called",
-    ),
-    "var in a block": (
-        ENTRY + "  var s = 0u;\n  {\n    var clamp = 2u;\n    s = clamp(s, 1u, 3u);\n  }\n"
-        "  out[gid.x] = s;\n}\n",
-        "'clamp' is a var here, not the builtin function: it cannot be called",
-    ),
-    "helper with the builtin's name": (
-        ENTRY + "  out[gid.x] = min(gid.x, 3u);\n}\nfn min(a: u32) -> u32 {\n  return a;\n}\n",
-        "min takes 1 arguments, got 2",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", REFUSED)
-def test_calling_a_shadowed_builtin_is_refused_as_tint_refuses_it(case):
-    body, message = REFUSED[case]
-    text = HEAD + body
-    assert_refused(text, f"{case}.wgsl", message)
-    assert refused_by_compilers({case: text})[case].startswith("tint: ")

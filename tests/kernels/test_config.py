@@ -18,12 +18,34 @@ from kvdsl.kernels.config import (
     Reduction,
     ShareRegion,
     Slot,
+    BUILDERS,
+    KernelConfig,
     Walk,
     as_dict,
+    builds,
     from_dict,
 )
 from kvdsl.kernels.merge_share import MergeShareConfig
 from kvdsl.kernels.quant import AppendQuantConfig, BuildQuantConfig
+
+
+def _config_classes(cls: type) -> list[type]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_config_classes(sub))]
+
+
+def test_every_mode_registers_its_builder_beside_it():
+    """Each config class that names a mode has that mode's builder, registered once where the
+    builder is defined (``@builds``), and the catalog's modes are that table; a mode registered
+    again is refused."""
+    named = {c for c in _config_classes(KernelConfig) if "mode" in vars(c)}
+    assert {c.mode for c in named} == set(BUILDERS) and catalog.MODES is BUILDERS
+    for cls in named:
+        registered, builder = BUILDERS[cls.mode]
+        assert registered is cls and inspect.getmodule(builder).__name__.startswith("kvdsl.kernels")
+        assert builder(next(c for c in catalog.VARIANTS.values() if type(c) is cls)).name
+    with pytest.raises(ValueError, match="mode 'copy' has a builder already"):
+        builds(CopyConfig)(lambda cfg, name="copy": None)
+    assert BUILDERS["copy"][0] is CopyConfig
 
 
 @pytest.mark.parametrize("mode", sorted(catalog.MODES))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, nullcontext
 
+from kvdsl.kernels.config import builds
 from kvdsl.kernels.extents import node, plus, times
 from kvdsl.ir import (
     Dispatch,
@@ -52,6 +53,7 @@ def row_index(cfg: AttendConfig, layout: RowLayout, b: Val, head: Val, qi: Val, 
     return (b * queries + qi) * cfg.q_heads + head
 
 
+@builds(AttendConfig)
 def attend(cfg: AttendConfig, name: str = "attend") -> Kernel:
     """Build the split-K decode attention kernel for ``cfg``."""
     kb = KernelBuilder(name, cfg.workgroup_size)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from kvdsl.kernels.config import builds
 from kvdsl.kernels.extents import times
 from kvdsl.ir import with_contract
 from kvdsl.ir import Dispatch, Kernel, KernelBuilder, call, f32, max_, min_, select, u32
 from kvdsl.ir.ops import Op
-from kvdsl.kernels.attend.config import HIDDEN, MERGE_CHUNKS, V4, AttendConfig
+from kvdsl.kernels.attend.config import HIDDEN, MERGE_CHUNKS, V4, AttendConfig, AttendMergeConfig
 from kvdsl.kernels.attend.kernel import row_index
 
 from kvdsl.nodes import walks, words
@@ -14,6 +15,7 @@ from kvdsl.nodes.index import flat_index
 from kvdsl.nodes.words import splat
 
 
+@builds(AttendMergeConfig)
 def attend_merge(cfg: AttendConfig, name: str = "attend_merge") -> Kernel:
     """Build the merge of :func:`attend`'s partials: one invocation per output ``vec4``.
 

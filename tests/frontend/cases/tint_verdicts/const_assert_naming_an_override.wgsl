@@ -1,0 +1,7 @@
+// expect: type error "const assertion requires a const-expression, but expression is an override-expression"
+// tint: refused "const assertion requires a const-expression, but expression is an override-expression"
+// in: ../_a_to_out.wgsl
+override O: u32 = 3u;
+const_assert O > 1u;
+// {body}
+  out[i] = O;
