@@ -56,6 +56,7 @@ KNOWN_DEVIATIONS = {
         "i32 abs never negative": ABS_NOT_NEGATIVE,
         "select(a && c, b || c, c)": SELECT_OF_ITS_CONDITION,
         "division by a select of constant vectors": SELECT_DIVISOR,
+        "pack norm ties": PACK_NORM_TIES,
     },
     ("dawn", "NVIDIA"): {
         "i32 max(a, abs(b))": MAX_OF_ABS,

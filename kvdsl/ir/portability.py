@@ -59,8 +59,8 @@ PACK_NORM_TIES = (
     "pack4x8unorm, pack4x8snorm, pack2x16unorm or pack2x16snorm: WGSL says floor(0.5 + 255 * "
     "e) (127, 65535, 32767 for the others), so a component exactly halfway between two codes "
     "rounds up; naga lowers them to SPIR-V's PackUnorm4x8 and the like, whose rounding of a "
-    "tie is the driver's, and llvmpipe (Mesa 22.3) rounds it to even: pack4x8unorm of 0.3f "
-    "(76.5 codes) gives 76 where WGSL says 77"
+    "tie is the driver's; llvmpipe (Mesa 22.3) and NVIDIA's (580, on an H100) round it to even: "
+    "pack4x8unorm of 0.3f (76.5 codes) gives 76 where WGSL says 77"
 )
 
 #: Noted by ``kvdsl check`` from the WGSL text (the IR holds the f16 value itself:

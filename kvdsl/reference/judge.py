@@ -104,10 +104,13 @@ def compare_quantized(
     mask: np.ndarray | None = None,
     share: float = 0.01,
 ) -> tuple[float, str]:
-    """Quantised codes (int8 words or packed int4 nibbles) within one step, at most ``share`` off.
+    """Quantised codes (int8 words or packed int4 nibbles) within one step, at most ``share`` of
+    them off (one code at the least).
 
     A value computed with approximate builtins can land on the other side of a rounding
-    boundary; more than one step, or more than ``share`` of the codes off, is a real difference.
+    boundary (NVIDIA's f32 division moves a code or two in thousands); more than one step, or
+    more codes off than ``share`` of them and more than one, is a real difference. One code is
+    allowed whatever the count, as a small case (a row of 64 codes) may meet one such boundary.
     """
     err, problem = compare(got, want, 0.0, mask)
     if not problem or err == float("inf"):
@@ -125,7 +128,7 @@ def compare_quantized(
         w = ((w.astype(np.uint32)[:, None] >> shifts) & 0xF).astype(np.int64).reshape(-1)
     diff = np.abs(g.astype(np.int64) - w.astype(np.int64))
     worst, off = int(diff.max()), float(np.mean(diff > 0))
-    if worst > 1 or off > share:
+    if worst > 1 or (off > share and np.count_nonzero(diff) > 1):
         return float(worst), f"{off:.2%} of codes differ, by up to {worst} steps"
     return float(worst), ""
 
