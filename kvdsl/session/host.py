@@ -19,6 +19,7 @@ the value and what is allowed.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -335,7 +336,8 @@ class GpuHost(Host):
         self.timestamps = "timestamp-query" in self.device.features
         self._pending: list[tuple] = []
         self._uniforms: dict[bytes, Any] = {}
-        self._groups: dict[tuple, Any] = {}
+        #: bind groups by their bindings: (the bound buffers, weakly; the group)
+        self._groups: dict[tuple, tuple[tuple, Any]] = {}
         self._pairs: list[int] = []  # the step of each timestamp pair written
         self._resolved: list[float] = []  # GPU seconds of the pairs resolved so far
         self._steps = 0
@@ -410,8 +412,12 @@ class GpuHost(Host):
         pipe = self._pipeline(program)
         ranges = tuple((n, id(r.buffer), r.offset, r.size) for n, r in bound.items())
         key = (program.name, program.wgsl, ranges, data)
-        group = self._groups.get(key)
-        if group is None:
+        held = self._groups.get(key)
+        # A buffer's id is its own only while it lives: a group cached for a buffer since
+        # dropped must not serve a new buffer given the same id (it would bind the old one).
+        if held is not None and all(ref() is r.buffer for ref, r in zip(held[0], bound.values())):
+            group = held[1]
+        else:
             entries = [
                 buffer_entry(b["binding"], r.buffer.handle, r.offset, r.size)
                 for b in program.storage
@@ -419,7 +425,8 @@ class GpuHost(Host):
             ]
             entries.append(buffer_entry(len(program.storage), self._uniform(data)))
             group = self.device.create_bind_group(layout=pipe.layout, entries=entries)
-            self._groups[key] = group
+            self._groups = {k: v for k, v in self._groups.items() if all(r() for r in v[0])}
+            self._groups[key] = (tuple(weakref.ref(r.buffer) for r in bound.values()), group)
         self._pending.append((pipe.pipeline, group, groups))
 
     def _submit(self) -> None:
