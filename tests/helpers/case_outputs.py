@@ -44,4 +44,5 @@ def assert_cases_pass(kernel, cfg, count: int, seed: int, run=None) -> None:
     for case in cases_for(cfg, count, seed=seed):
         assert set(case.buffers) == {b.name for b in kernel.bindings}
         out = (run or interp.run)(kernel, dict(case.buffers), case.params)
-        assert case.against_reference(out) == []
+        problems = case.against_reference(out)
+        assert problems == [], problems

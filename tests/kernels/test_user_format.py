@@ -122,9 +122,18 @@ def test_a_user_format_keeps_its_cache_over_a_session(request, host):
     s.decode()
     got = s.read()
     assert s.checks == len(s.steps)
+    # The read-back rows are the cache's own words, decoded; the session's checks held those
+    # words to the oracle's (exactly on the interpreter; on a GPU, a scale an ulp or two apart,
+    # as NVIDIA's f32 division gives, and a code a step).
     live = s.layers[0]
-    want_k = s.fmt.decode(live.model_k.reshape(-1, s.fmt.unit), 0).reshape(got[0][0].shape)
-    assert np.array_equal(got[0][0], want_k, equal_nan=True)
+    words = s._live(s._cache(live, live.live)[0])
+    if host == "interp":
+        assert np.array_equal(words, live.model_k.reshape(words.shape), equal_nan=True)
+    want_k = s.fmt.decode(words.reshape(-1, s.fmt.unit), 0).reshape(got[0][0].shape)
+    if host == "gpu":  # lo + q * scale may be one fma on a GPU
+        np.testing.assert_allclose(got[0][0], want_k, rtol=2e-7, atol=1e-6)
+    else:
+        assert np.array_equal(got[0][0], want_k, equal_nan=True)
     assert not np.isnan(got[0][0][:, :, :3]).any()
 
 
