@@ -18,7 +18,7 @@ from kvdsl.harness import paged as _paged  # noqa: F401  (registers the paged mo
 from kvdsl.harness import qkv_paged as _qkv_paged  # noqa: F401  (and paged_qkv's)
 from kvdsl.harness import attend as _attend  # noqa: F401  (and attend's and attend_merge's)
 from kvdsl.harness import kivi as _kivi  # noqa: F401  (and kivi_append's and kivi_flush's)
-from kvdsl.harness.cases import CASES, Case, cases_for
+from kvdsl.harness.cases import CASES, Case, cases_for, run_judge
 from kvdsl.harness.runner import Result, verify_variant
 
-__all__ = ["CASES", "Case", "Result", "cases_for", "verify_variant"]
+__all__ = ["CASES", "Case", "Result", "cases_for", "run_judge", "verify_variant"]

@@ -9,6 +9,7 @@ must write (the rest must keep the poison).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
@@ -113,6 +114,14 @@ def cases_for(cfg: KernelConfig, n: int, seed: int = 0) -> list[Case]:
     if cfg.window:
         return [window_case(cfg, case, i) for i, case in enumerate(cases)]
     return cases
+
+
+def run_judge(cfg: KernelConfig, params: dict) -> Case:
+    """How ``kvdsl verify`` holds ``cfg``'s GPU outputs to the interpreter's, for a run on any
+    inputs of any shape with ``params``: a case of the mode, its tolerances and its quantised
+    outputs (:meth:`Case.judge` with its ``codes``), every element compared (no written mask:
+    the run's outputs are not poisoned)."""
+    return dataclasses.replace(cases_for(cfg, 1)[0], params=dict(params), written={})
 
 
 def window_case(cfg: KernelConfig, case: Case, i: int) -> Case:

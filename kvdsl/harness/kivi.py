@@ -119,11 +119,27 @@ def pool_difference(
 @dataclass
 class KiviPoolCase(Case):
     """A flush's case: its cache (the contiguous ``kivi_cache`` or the paged pool) mixes code
-    words and f16 stat words (``code_words``, a mask over the flat cache). Where :attr:`codes`
-    names the cache (against the GPU) it is judged by :func:`pool_difference`: the code words
-    one step off in a few codes, the stat words bit for bit; elsewhere bit for bit."""
+    words and f16 stat words (:meth:`code_mask`, from the pool's geometry ``pool``: head dim,
+    bits, group, kv heads and page size, None for a contiguous cache's ``seq`` of the params).
+    Where :attr:`codes` names the cache (against the GPU) it is judged by
+    :func:`pool_difference`: the code words one step off in a few codes, the stat words bit for
+    bit; elsewhere bit for bit. The geometry, not a mask, is kept, so that the judge takes a
+    cache of any size (``kvdsl run``'s inputs)."""
 
-    code_words: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    pool: tuple[int, int, int, int, int | None] = (0, 0, 0, 0, None)
+
+    def code_mask(self, length: int) -> np.ndarray:
+        """Which of a flat cache's ``length`` words hold codes (:func:`code_words`)."""
+        d, bits, g, heads, size = self.pool
+        size = int(self.params["seq"]) if size is None else size
+        pages = length // (heads * kivi.page_words(d, bits, g, size))
+        return code_words(d, bits, g, size, pages, heads)
+
+    @property
+    def code_words(self) -> np.ndarray:
+        """The code words of this case's cache."""
+        (cache,) = self.codes
+        return self.code_mask(self.expected[cache].size)
 
     def judge_outputs(
         self, got: Arrays, want: Arrays, tolerance: dict[str, float], codes: dict[str, int]
@@ -133,9 +149,8 @@ class KiviPoolCase(Case):
         for name, expected in want.items():
             if name in codes:
                 mask = self.written.get(name)
-                yield name, *pool_difference(
-                    got[name], expected, self.code_words, codes[name], mask
-                )
+                words = self.code_mask(np.asarray(got[name]).size)
+                yield name, *pool_difference(got[name], expected, words, codes[name], mask)
 
 
 def _paged_flush_case(cfg: KiviFlushConfig, rng: np.random.Generator, i: int) -> Case:
@@ -216,7 +231,7 @@ def _flushed(
         {name: expected.reshape(-1)},
         {name: (expected != POISON).reshape(-1)},
         codes={name: cfg.bits},
-        code_words=code_words(d, cfg.bits, g, page, pages, h),
+        pool=(d, cfg.bits, g, h, page if cfg.paged else None),
     )
 
 
