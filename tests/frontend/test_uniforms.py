@@ -18,6 +18,7 @@ from kvdsl.ir.tree import Uniform
 from kvdsl.ir.types import Array, Vec, f32
 from kvdsl.runtime import ParamsError
 from tests.helpers.wgsl import assert_refused_as_tint_refuses, assert_tint_takes
+from tests.helpers.backends import assert_as_numpy
 
 N = 100
 
@@ -103,7 +104,7 @@ def test_several_uniforms_run_as_numpy_says(gpu):
     for run in (interp.run, runtime.run):
         bufs = {"src": src, "dst": np.full(N, np.nan, f)}
         got = run(k, bufs, v, (2, 1, 1))["dst"]
-        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=run.__module__)
+        assert_as_numpy(got, want, run, run.__module__)
     assert_tint_takes({"uniforms": UNIFORMS})
 
 
@@ -174,7 +175,7 @@ def test_a_uniform_named_like_a_params_field_runs_with_the_field_given_as_params
     want = np.where(i < 70, want, np.nan).astype(np.float32)
     for run in (interp.run, runtime.run):
         got = run(k, {"out": np.full(N, np.nan, np.float32)}, p, (2, 1, 1))["out"]
-        np.testing.assert_array_equal(got, want, err_msg=run.__module__)
+        assert_as_numpy(got, want, run, run.__module__)
     both = r"params field 'scale' and uniform 'scale' share the name 'scale': give the field as "
     bare = {"n": 70, "scale": pair.tolist()}
     with pytest.raises(ParamsError, match=both + r"'params.scale' and the uniform as 'scale'"):
