@@ -14,6 +14,7 @@ import pytest
 
 from kvdsl.ir.portability import (
     ABS_NOT_NEGATIVE,
+    BOOL_WORKGROUP,
     CONSTANT_UNPACK,
     PACK_NORM_TIES,
     LOOP_SUM_WRAP,
@@ -57,6 +58,7 @@ KNOWN_DEVIATIONS = {
         "select(a && c, b || c, c)": SELECT_OF_ITS_CONDITION,
         "division by a select of constant vectors": SELECT_DIVISOR,
         "pack norm ties": PACK_NORM_TIES,
+        "bool in workgroup memory": BOOL_WORKGROUP,
     },
     ("dawn", "NVIDIA"): {
         "i32 max(a, abs(b))": MAX_OF_ABS,

@@ -10,11 +10,11 @@ so ``kvdsl check`` names them as notes (not problems) and a host can decide.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, get_args
 
 from kvdsl.ir import tree as ir
 from kvdsl.ir.ops import Op
-from kvdsl.ir.types import Ptr, Vec, i32
+from kvdsl.ir.types import Ptr, Vec, array_leaf, bool_, i32
 from kvdsl.ir.scope import Scope
 from kvdsl.ir.verify import Verifier, verify
 
@@ -254,13 +254,113 @@ def select_of_its_condition(e: ir.Call) -> bool:
     )
 
 
+BOOL_WORKGROUP = (
+    "a read of a bool array in workgroup memory: on an H100 under wgpu-native (NVIDIA 580) an "
+    "element another invocation stored as true read back as false after the barrier, in arrays "
+    "of one, two and three levels and through a select, a let or an if alike; the same flags "
+    "as u32 values ran right"
+)
+
+OTHER_WORKGROUPS_WRITES = (
+    "a read of storage the kernel writes, after an atomic whose result it uses: WGSL's atomics "
+    "are relaxed and storageBarrier orders a workgroup's own accesses only, so the values other "
+    "workgroups wrote before their atomic need not be visible here (a split-K product whose "
+    "last workgroup merged the partials read NaN partials on 4 of 100 rows on an H100 under "
+    "wgpu-native); merge in a second dispatch"
+)
+
+
+_STMTS = frozenset(get_args(ir.Stmt))
+
+
+def _root(e: Any) -> str | None:
+    """The name an element access ``e`` (``a[i].m[j]``) starts from, if any (None: ``e`` is
+    None)."""
+    while type(e) in (ir.Index, ir.Member, ir.AddressOf):
+        e = e.base if type(e) is not ir.AddressOf else e.x
+    return e.name if type(e) is ir.Name else None
+
+
+def _in_order(body: tuple):
+    """``(statement, what it reads, the element it writes or None)`` for each statement of
+    ``body`` and those nested in it, in program order: an assignment's value and the indices of
+    its target are read (its element too, compound), an atomic statement's arguments (its
+    value discarded), any other statement's expressions before its bodies."""
+    for stmt in body:
+        if type(stmt) is ir.AtomicStmt:
+            yield stmt, stmt.call.args, None
+        elif type(stmt) is ir.Assign:
+            target = stmt.target if stmt.op is not None else _indices(stmt.target)
+            yield stmt, (stmt.value, target), stmt.target
+        else:
+            parts, bodies = [], []
+            for f in stmt.__dataclass_fields__:
+                value = getattr(stmt, f)
+                if type(value) is tuple and value and type(value[0]) is ir.Case:
+                    bodies += [case.body for case in value]
+                elif type(value) is tuple and all(type(x) in _STMTS for x in value):
+                    bodies.append(value)
+                elif type(value) in _STMTS:
+                    bodies.append((value,))
+                elif value is not None and not isinstance(value, (str, int, float, Op)):
+                    parts.append(value)
+            yield stmt, tuple(parts), None
+            for b in bodies:
+                yield from _in_order(b)
+
+
+def other_workgroups_writes(kernel: ir.Kernel) -> list[tuple[ir.Stmt, str]]:
+    """``(statement, why)`` for each statement of the entry point that reads a read_write
+    storage binding it has written, after a storage atomic whose value it used: the "last
+    workgroup merges" pattern, which WGSL's memory model does not make portable."""
+    storage = {b.name for b in kernel.bindings if b.access == "read_write"}
+    written: set[str] = set()
+    armed = False
+    found: list[tuple[ir.Stmt, str]] = []
+    for stmt, reads, target in _in_order(kernel.body):
+        used = False
+        for n in ir.walk(reads):
+            if type(n) is ir.AtomicCall and _root(n.target) in storage:
+                used = True
+            elif type(n) is ir.Index and armed and _root(n) in written:
+                if not found or found[-1][0] is not stmt:
+                    found.append((stmt, OTHER_WORKGROUPS_WRITES))
+        if _root(target) in storage:
+            written.add(_root(target))
+        armed |= used
+    return found
+
+
+def bool_workgroup_reads(kernel: ir.Kernel) -> list[tuple[ir.Stmt, str]]:
+    """``(statement, why)`` for each statement of the entry point that reads an element of a
+    ``bool`` array in workgroup memory (:data:`BOOL_WORKGROUP`)."""
+    flags = {v.name for v in kernel.workgroup_vars if array_leaf(v.ty) == bool_}
+    found = []
+    for stmt, reads, _ in _in_order(kernel.body):
+        if flags and any(type(n) is ir.Index and _root(n) in flags for n in ir.walk(reads)):
+            found.append((stmt, BOOL_WORKGROUP))
+    return found
+
+
+def _indices(target: Any) -> tuple:
+    """The index expressions of an assignment's target (read, unlike its element)."""
+    out = []
+    while type(target) in (ir.Index, ir.Member):
+        if type(target) is ir.Index:
+            out.append(target.index)
+        target = target.base
+    return tuple(out)
+
+
 def hazards(kernel: ir.Kernel) -> list[tuple[ir.Stmt | None, str]]:
     """``(statement, why)`` for each construct of ``kernel`` (verified on the way) that a WebGPU
-    implementation was found to run other than WGSL says, in the order met; the statement is
+    implementation was found to run other than WGSL says, in the order met, then each read of
+    other workgroups' writes that WGSL leaves unordered (:func:`other_workgroups_writes`) and
+    each read of a bool in workgroup memory (:func:`bool_workgroup_reads`); the statement is
     None for one outside any (a module const)."""
     watch = _Watch(kernel)
     verify(kernel, watch, house=False)
-    return watch.found
+    return watch.found + other_workgroups_writes(kernel) + bool_workgroup_reads(kernel)
 
 
 #: The loop trips llvmpipe lets one invocation make (Mesa 22.3's ``LP_MAX_TGSI_LOOP_ITERATIONS``).

@@ -13,6 +13,7 @@ from kvdsl import interp, runtime
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
 from kvdsl.interp import OutOfBounds, RaceError
+from kvdsl.ir.portability import BOOL_WORKGROUP, hazards
 from tests.helpers.wgsl import assert_tint_takes
 
 TEXT = """@group(0) @binding(0) var<storage, read> a: array<u32>;
@@ -175,10 +176,13 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(local_invocation
 """
 
 
-def test_three_levels_of_workgroup_arrays_run_as_numpy_says(gpu):
+def test_three_levels_of_workgroup_arrays_run_as_numpy_says(gpu, deviations):
     """Arrays three and four levels deep in workgroup memory, of structs, vectors, f16 and bool,
-    held as words (halves where they hold an f16)."""
+    held as words (halves where they hold an f16). `kvdsl check` notes the read of the bools,
+    which NVIDIA's driver under wgpu-native reads as false where another invocation stored
+    true (docs/deviations.md): there the GPU's rows differ by that 0.5 alone, and xfail."""
     k = parse(DEEP)
+    assert [why for _, why in hazards(k)] == [BOOL_WORKGROUP]
     assert parse(emit(k)) == k
     assert_tint_takes({"deep": DEEP})
     rng = np.random.default_rng(5)
@@ -189,12 +193,19 @@ def test_three_levels_of_workgroup_arrays_run_as_numpy_says(gpu):
     ints = (j + j * 3).astype(np.float32)
     want = x[j] * (x[j] * np.float32(2)) + h + ints - h + np.where(x[j] > 0, 0.5, 0.0)
     bufs = {"x": x, "out": np.full(128, np.nan, np.float32)}
-    for run in (interp.run, runtime.run):
-        got = run(k, bufs, {}, (2, 1, 1))["out"]
-        np.testing.assert_allclose(got, want, rtol=1e-6, err_msg=run.__module__)
+    got = interp.run(k, bufs, {}, (2, 1, 1))["out"]
+    np.testing.assert_allclose(got, want, rtol=1e-6)
     racy = DEEP.replace("  workgroupBarrier();\n", "")
     with pytest.raises(RaceError, match=r"^t\[\d+\]\[1\]\[0\] \(half 0 of the struct\)"):
         interp.run(parse(racy), bufs, {}, (2, 1, 1))
     racy = DEEP.replace("s[lid.x][2][1] = ", "s[0][2][1] = ")
     with pytest.raises(RaceError, match=r"^s\[0\]\[2\]\[1\]\.x \(workgroup memory\)"):
         interp.run(parse(racy), bufs, {}, (2, 1, 1))
+    got = runtime.run(k, bufs, {}, (2, 1, 1))["out"]
+    if "bool in workgroup memory" in deviations:
+        flagged = np.where(x[j] > 0, 0.5, 0.0)
+        off = ~np.isclose(got, want, rtol=1e-6)
+        if off.any():  # every row off is a true flag read as false, and no other
+            np.testing.assert_allclose(got, want - flagged, rtol=1e-6)
+            pytest.xfail(f"{int(off.sum())} of 128 rows: {deviations['bool in workgroup memory']}")
+    np.testing.assert_allclose(got, want, rtol=1e-6)
