@@ -191,15 +191,8 @@ def verify_allowance(
     interpreter (:func:`kvdsl.harness.run_judge`: quantised codes within one step in a few
     elements, floats within the mode's tolerance), each with the words of what it allows."""
     from kvdsl.harness import run_judge
-    from kvdsl.reference.judge import POISON_BITS
 
-    judge = run_judge(cfg, params)
-    # Elements the interpreter left as kvdsl's poison (kvdsl inputs poisons the outputs) must
-    # hold it on the GPU too; the others are judged.
-    for name, w in want.items():
-        w = np.ascontiguousarray(w).reshape(-1)
-        if w.dtype.itemsize in POISON_BITS:
-            judge.written[name] = w.view(f"u{w.dtype.itemsize}") != POISON_BITS[w.dtype.itemsize]
+    judge = run_judge(cfg, params, want)
     out = {}
     for name, _, problem in judge.judge(got, want, codes=judge.codes):
         if problem:
@@ -232,10 +225,9 @@ def _agreement(
     if same.all():
         return True, f"{name}: {size}, GPU == interpreter" + (f" (within {tol:g})" if tol else "")
     if allowed:
-        return (
-            True,
-            f"{name}: {size}, GPU ~ interpreter: {int((~same).sum())} elements differ, {allowed}",
-        )
+        n = int((~same).sum())
+        differ = "1 element differs" if n == 1 else f"{n} elements differ"
+        return True, f"{name}: {size}, GPU ~ interpreter: {differ}, {allowed}"
     i = int(np.flatnonzero(~same)[0])
     return False, (
         f"{name}: {size}, {int((~same).sum())} of {g.size} elements differ, first at {i}: "

@@ -20,7 +20,7 @@ from kvdsl.ir.types import SCALARS
 from kvdsl.kernels.config import KernelConfig, window_bindings
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.transpose import TransposeConfig
-from kvdsl.reference.judge import compare, compare_quantized, poison, values
+from kvdsl.reference.judge import POISON_BITS, compare, compare_quantized, poison, values
 
 #: Arrays by name: a case's buffers, its expected outputs, a run's outputs.
 Arrays = dict[str, np.ndarray]
@@ -116,12 +116,18 @@ def cases_for(cfg: KernelConfig, n: int, seed: int = 0) -> list[Case]:
     return cases
 
 
-def run_judge(cfg: KernelConfig, params: dict) -> Case:
-    """How ``kvdsl verify`` holds ``cfg``'s GPU outputs to the interpreter's, for a run on any
-    inputs of any shape with ``params``: a case of the mode, its tolerances and its quantised
-    outputs (:meth:`Case.judge` with its ``codes``), every element compared (no written mask:
-    the run's outputs are not poisoned)."""
-    return dataclasses.replace(cases_for(cfg, 1)[0], params=dict(params), written={})
+def run_judge(cfg: KernelConfig, params: dict, want: Arrays) -> Case:
+    """How ``kvdsl verify`` holds ``cfg``'s GPU outputs to the interpreter's ``want``, for a run
+    on any inputs of any shape with ``params``: a case of the mode, its tolerances and its
+    quantised outputs (:meth:`Case.judge` with its ``codes``); an element the interpreter left
+    holding the poison (``kvdsl inputs`` poisons the outputs) must hold it on the GPU too, every
+    other is judged."""
+    written = {}
+    for name, w in want.items():
+        w = np.ascontiguousarray(w).reshape(-1)
+        if w.dtype.itemsize in POISON_BITS:
+            written[name] = w.view(f"u{w.dtype.itemsize}") != POISON_BITS[w.dtype.itemsize]
+    return dataclasses.replace(cases_for(cfg, 1)[0], params=dict(params), written=written)
 
 
 def window_case(cfg: KernelConfig, case: Case, i: int) -> Case:

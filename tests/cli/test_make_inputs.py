@@ -14,6 +14,7 @@ import pytest
 from kvdsl import catalog, cli
 from kvdsl.cli.make_inputs import from_shape
 from kvdsl.contract import entry
+from kvdsl.reference.judge import POISON_BITS
 from tests.helpers.contract import SMALL
 
 #: The params fields a host chooses (no formula in index.json), as ``--param`` gives them.
@@ -98,10 +99,16 @@ def test_a_variants_outputs_are_judged_as_verify_judges_a_gpu(name):
             out, changed, words, 0.0, verify_allowance(cfg, params, got, want).get(out)
         )
 
+    bits = words.view(f"u{words.dtype.itemsize}")
+    unwritten = np.flatnonzero(bits == POISON_BITS[words.dtype.itemsize])
+    assert unwritten.size, name  # the shape leaves rows the run does not write
+    stray = words.copy()
+    stray[unwritten[0]] = words[np.flatnonzero(bits != bits[unwritten[0]])[0]]
+    assert not judged(stray)[0]  # an element the interpreter left poisoned, written
     if codes is None:  # f32 rows: within the mode's tolerance, not past it
         from kvdsl.harness import run_judge
 
-        tol = run_judge(cfg, params).tolerance[out]
+        tol = run_judge(cfg, params, {}).tolerance[out]
         i = int(np.flatnonzero(np.isfinite(words))[7])  # a written element
         near, far = words.copy(), words.copy()
         near[i] = words[i] * (1 + tol / 4)
@@ -113,7 +120,7 @@ def test_a_variants_outputs_are_judged_as_verify_judges_a_gpu(name):
     one[at] = words[at] ^ step  # one code, one step: its lowest bit flipped
     two[at] = (words[at] & ~np.uint32(3 * step)) | ((((words[at] // step) & 3) ^ 2) * step)
     ok, line = judged(one)
-    assert ok and "GPU ~ interpreter: 1 elements differ, quantised codes within one step" in line
+    assert ok and "GPU ~ interpreter: 1 element differs, quantised codes within one step" in line
     assert not judged(two)[0]
 
 
@@ -125,7 +132,7 @@ def _code_word(name, cfg, words, params):
     if cfg.mode == "kivi_flush":
         from kvdsl.harness import run_judge
 
-        mask = run_judge(cfg, params).code_mask(words.size)
+        mask = run_judge(cfg, params, {}).code_mask(words.size)
         at = int(np.flatnonzero(mask & (words.view(np.uint32) != 0x7FC0DEAD))[0])
         return at, np.uint32(1)
     from kvdsl.reference.formats import row_words
