@@ -20,7 +20,7 @@ from kvdsl.ir.types import SCALARS
 from kvdsl.kernels.config import KernelConfig, window_bindings
 from kvdsl.kernels.copy import CopyConfig
 from kvdsl.kernels.transpose import TransposeConfig
-from kvdsl.reference.judge import POISON_BITS, compare, compare_quantized, poison, values
+from kvdsl.reference.judge import compare, compare_quantized, holds_poison, poison, values
 
 #: Arrays by name: a case's buffers, its expected outputs, a run's outputs.
 Arrays = dict[str, np.ndarray]
@@ -122,11 +122,7 @@ def run_judge(cfg: KernelConfig, params: dict, want: Arrays) -> Case:
     quantised outputs (:meth:`Case.judge` with its ``codes``); an element the interpreter left
     holding the poison (``kvdsl inputs`` poisons the outputs) must hold it on the GPU too, every
     other is judged."""
-    written = {}
-    for name, w in want.items():
-        w = np.ascontiguousarray(w).reshape(-1)
-        if w.dtype.itemsize in POISON_BITS:
-            written[name] = w.view(f"u{w.dtype.itemsize}") != POISON_BITS[w.dtype.itemsize]
+    written = {name: ~holds_poison(w) for name, w in want.items()}
     return dataclasses.replace(cases_for(cfg, 1)[0], params=dict(params), written=written)
 
 

@@ -7,7 +7,7 @@ over the KIVI cache, read by ``attend`` (:mod:`kvdsl.kernels.attend`), checked s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 import numpy as np
@@ -91,6 +91,14 @@ def code_words(d: int, bits: int, group: int, page_size: int, pages: int, heads:
     return np.tile(part, pages * heads)
 
 
+def pool_code_words(
+    d: int, bits: int, group: int, page_size: int, heads: int, length: int
+) -> np.ndarray:
+    """:func:`code_words` of a flat pool of ``length`` words (its pages counted from it)."""
+    pages = length // (heads * kivi.page_words(d, bits, group, page_size))
+    return code_words(d, bits, group, page_size, pages, heads)
+
+
 def pool_difference(
     got: np.ndarray,
     want: np.ndarray,
@@ -132,8 +140,7 @@ class KiviPoolCase(Case):
         """Which of a flat cache's ``length`` words hold codes (:func:`code_words`)."""
         d, bits, g, heads, size = self.pool
         size = int(self.params["seq"]) if size is None else size
-        pages = length // (heads * kivi.page_words(d, bits, g, size))
-        return code_words(d, bits, g, size, pages, heads)
+        return pool_code_words(d, bits, g, size, heads, length)
 
     @property
     def code_words(self) -> np.ndarray:

@@ -50,6 +50,14 @@ def poison(shape: tuple[int, ...] | int, dtype: np.dtype) -> np.ndarray:
     return bits.view(dtype)
 
 
+def holds_poison(a: np.ndarray) -> np.ndarray:
+    """Which elements of ``a`` (flat) hold :func:`poison`'s value (none, where its element size
+    has no poison)."""
+    a = np.ascontiguousarray(a).reshape(-1)
+    bits = POISON_BITS.get(a.dtype.itemsize)
+    return np.zeros(a.shape, bool) if bits is None else _bits(a) == bits
+
+
 def _bits(a: np.ndarray) -> np.ndarray:
     a = np.ascontiguousarray(a)
     return a.view(f"u{a.dtype.itemsize}")
@@ -69,7 +77,7 @@ def compare(
         return float("inf"), f"shape {got.shape} != expected {want.shape}"
     m = np.ones(got.shape, bool) if mask is None else np.asarray(mask).reshape(-1)
     if mask is not None:
-        stale = ~m & (_bits(got) != POISON_BITS[got.dtype.itemsize])
+        stale = ~m & ~holds_poison(got)
         if stale.any():
             i = int(np.flatnonzero(stale)[0])
             return float("inf"), f"element {i} was written but should not be ({got[i]!r})"

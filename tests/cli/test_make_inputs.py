@@ -14,7 +14,7 @@ import pytest
 from kvdsl import catalog, cli
 from kvdsl.cli.make_inputs import from_shape
 from kvdsl.contract import entry
-from kvdsl.reference.judge import POISON_BITS
+from kvdsl.reference.judge import holds_poison
 from tests.helpers.contract import SMALL
 
 #: The params fields a host chooses (no formula in index.json), as ``--param`` gives them.
@@ -99,11 +99,10 @@ def test_a_variants_outputs_are_judged_as_verify_judges_a_gpu(name):
             out, changed, words, 0.0, verify_allowance(cfg, params, got, want).get(out)
         )
 
-    bits = words.view(f"u{words.dtype.itemsize}")
-    unwritten = np.flatnonzero(bits == POISON_BITS[words.dtype.itemsize])
-    assert unwritten.size, name  # the shape leaves rows the run does not write
+    unwritten = holds_poison(words)
+    assert unwritten.any(), name  # the shape leaves rows the run does not write
     stray = words.copy()
-    stray[unwritten[0]] = words[np.flatnonzero(bits != bits[unwritten[0]])[0]]
+    stray[np.flatnonzero(unwritten)[0]] = words[np.flatnonzero(~unwritten)[0]]
     assert not judged(stray)[0]  # an element the interpreter left poisoned, written
     if codes is None:  # f32 rows: within the mode's tolerance, not past it
         from kvdsl.harness import run_judge
@@ -133,12 +132,12 @@ def _code_word(name, cfg, words, params):
         from kvdsl.harness import run_judge
 
         mask = run_judge(cfg, params, {}).code_mask(words.size)
-        at = int(np.flatnonzero(mask & (words.view(np.uint32) != 0x7FC0DEAD))[0])
+        at = int(np.flatnonzero(mask & ~holds_poison(words))[0])
         return at, np.uint32(1)
     from kvdsl.reference.formats import row_words
 
     n = row_words(cfg.fmt, cfg.head_dim, cfg.inline)
-    first = int(np.flatnonzero(words.view(np.uint32) != 0x7FC0DEAD)[0])
+    first = int(np.flatnonzero(~holds_poison(words))[0])
     return first - first % n + n - 1, np.uint32(1)  # the row's last word: codes only
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from kvdsl.interp import run as interp_run
 
 
@@ -35,8 +37,6 @@ def assert_as_numpy(
     for f16 arithmetic) of ``scale`` (the magnitude of the rounded operations' results; by
     default the array's largest), and with ``codes`` integers (a unorm or snorm texel's
     code) within one. A wrong element, or none written, is far past either."""
-    import numpy as np
-
     on_gpu = run == "gpu" or getattr(run, "__module__", "").startswith("kvdsl.runtime")
     if not on_gpu or ieee_adapter():
         np.testing.assert_array_equal(got, want, err_msg=err_msg)

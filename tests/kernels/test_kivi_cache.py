@@ -15,7 +15,7 @@ import pytest
 from kvdsl import interp
 from kvdsl.emit import emit
 from kvdsl.frontend import parse
-from kvdsl.harness.kivi import code_words, pool_difference, session
+from kvdsl.harness.kivi import code_words, pool_code_words, pool_difference, session
 from kvdsl.kernels.attend import AttendConfig, attend, attend_merge
 from kvdsl.kernels.config import ConfigError
 from kvdsl.kernels.kivi import KiviAppendConfig, KiviFlushConfig, kivi_append, kivi_flush
@@ -404,9 +404,8 @@ def test_the_gpu_writes_the_interpreters_pages(gpu):
         assert np.array_equal(got[name], want[name]), name
     # The code words as kvdsl verify judges a GPU's (a division may move a code a step), the
     # stat words bit for bit.
-    per_page = cfg.kv_heads * kivi.page_words(cfg.head_dim, cfg.bits, cfg.group, cfg.page_size)
-    pages = want["kivi_pages"].size // per_page
-    codes = code_words(cfg.head_dim, cfg.bits, cfg.group, cfg.page_size, pages, cfg.kv_heads)
+    geometry = (cfg.head_dim, cfg.bits, cfg.group, cfg.page_size, cfg.kv_heads)
+    codes = pool_code_words(*geometry, want["kivi_pages"].size)
     _, problem = pool_difference(got["kivi_pages"], want["kivi_pages"], codes, cfg.bits)
     assert problem == "", problem
 
